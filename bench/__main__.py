@@ -1,0 +1,35 @@
+"""Run every benchmark module (or those named on the command line) and write results/bench/<name>.json."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+import bench
+
+OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
+
+
+def main(names: list[str]) -> int:
+    """Run the named benchmarks (all when none are named), print and store their numbers."""
+    available = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    unknown = sorted(set(names) - set(available))
+    if unknown:
+        print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in names or available:
+        started = time.perf_counter()
+        numbers = importlib.import_module(f"bench.{name}").run()
+        numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
+        (OUT / f"{name}.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+        print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Fault-injection experiments: scenario runners, workers, local service stand-ins and deciders."""

@@ -1,0 +1,81 @@
+"""What every loopback stand-in shares: a free port, a server thread, and the one-shot connection cut."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Predicate = Callable[[dict], bool]
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class _LoopbackServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def get_request(self) -> tuple[socket.socket, tuple]:
+        """Answers go out as headers then body; without TCP_NODELAY, Nagle holds the body for a delayed ACK."""
+        connection, address = super().get_request()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
+
+
+def loopback_server(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """A threaded HTTP server bound to 127.0.0.1 on a port the OS picks."""
+    return _LoopbackServer(("127.0.0.1", 0), handler)
+
+
+@contextlib.contextmanager
+def serving(server: ThreadingHTTPServer) -> Iterator[ThreadingHTTPServer]:
+    """Serve in a background thread of this process until the block ends, then close the socket."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class Cuts:
+    """One-shot predicates: the next exchange one of them matches loses its connection before the answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Predicate] = []
+
+    def cut_next(self, predicate: Predicate) -> None:
+        """Arm a cut for the next exchange whose log entry satisfies `predicate`."""
+        with self._lock:
+            self._pending.append(predicate)
+
+    def take(self, entry: dict) -> bool:
+        """Consume and report the first armed cut that matches this entry."""
+        with self._lock:
+            for index, predicate in enumerate(self._pending):
+                if predicate(entry):
+                    del self._pending[index]
+                    return True
+        return False
+
+
+def reset_connection(handler: BaseHTTPRequestHandler) -> None:
+    """Drop the client's connection with a TCP reset, so no byte of the answer reaches it.
+
+    A reset (not a clean close) is what a cut link looks like to the client: its read fails with
+    ConnectionResetError. A clean close would read as a stale keep-alive socket, which httplib2 silently
+    resends once.
+    """
+    handler.close_connection = True
+    handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    handler.connection.close()

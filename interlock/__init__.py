@@ -1,0 +1,19 @@
+"""Interlock: gate an agent's side effects on premises, leases and claims, and keep a hash-chained record."""
+
+from .claims import Claim, FileClaims
+from .effects import Effect, Outcome, effect_id_for
+from .gate import Gate
+from .journal import EffectRecord, Journal, JournalCorrupt
+from .leases import CallableLease, Lease
+from .outcomes import UnknownOutcome, landed
+from .premises import NOT_SET, Premise
+from .receipts import BundleError, bundle, verify, verify_journal
+from .signing import generate_key, public_hex, write_checkpoint
+from .targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejected, Target
+
+__all__ = [
+    "BundleError", "CallableLease", "Claim", "Effect", "EffectRecord", "FileClaims", "FunctionTarget", "Gate",
+    "Journal", "JournalCorrupt", "Lease", "NOT_SET", "Outcome", "Premise", "Rejected", "TIER_BLIND", "TIER_DEDUPE",
+    "TIER_LOOKUP", "Target", "UnknownOutcome", "bundle", "effect_id_for", "generate_key", "landed", "public_hex",
+    "verify", "verify_journal", "write_checkpoint",
+]

@@ -1,0 +1,129 @@
+"""The gate: propose, authorize, check premises, journal the dispatch, send, record what happened."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import killpoints, outcomes
+from .canonical import digest
+from .claims import Claim, FileClaims
+from .effects import Effect, Outcome
+from .journal import EffectRecord, Journal
+from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
+from .leases import check
+from .premises import NOT_SET, violations
+from .recovery import recover_effect, refuse
+from .targets.base import Rejected, Target
+
+
+class Gate:
+    """Puts one target behind a journal and per-effect claims.
+
+    `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
+    recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
+    """
+
+    def __init__(
+        self,
+        journal: Journal | str | os.PathLike[str],
+        target: Target,
+        *,
+        claims: FileClaims | None = None,
+        claim_wait: float = 10.0,
+    ):
+        self.journal = journal if isinstance(journal, Journal) else Journal(journal)
+        self.target = target
+        self.claims = claims or FileClaims(f"{self.journal.path}.claims")
+        self.claim_wait = claim_wait
+
+    def submit(self, effect: Effect) -> Outcome:
+        """Send the effect at most once, only while its lease is live and its premises hold."""
+        eid = effect.effect_id
+        payload_hash = digest(effect.payload)
+        claim = self.claims.acquire(eid, self.claim_wait)
+        if claim is None:
+            return Outcome(outcomes.IN_FLIGHT, eid)
+        with claim:
+            self.journal.refresh()
+            record = self.journal.effect(eid)
+            if record is None:
+                self._propose(effect, payload_hash)
+                killpoints.reach(killpoints.AFTER_PROPOSED)
+            elif record.payload_hash != payload_hash:
+                return Outcome(outcomes.refused("conflicting_payload"), eid)
+            elif record.resolution is not None:
+                return recorded_outcome(record)
+            elif record.open_dispatch:
+                return recover_effect(self.journal, self.target, effect, claim)
+            return self._dispatch(effect, claim)
+
+    def recover(self, effect: Effect) -> Outcome:
+        """Settle one effect a crashed worker may have left open; report IN_FLIGHT if its sender is alive."""
+        eid = effect.effect_id
+        claim = self.claims.acquire(eid, self.claim_wait)
+        if claim is None:
+            return Outcome(outcomes.IN_FLIGHT, eid)
+        with claim:
+            self.journal.refresh()
+            record = self.journal.effect(eid)
+            if record is None:
+                raise KeyError(f"effect {eid} is not in {self.journal.path}")
+            if record.open_dispatch:
+                return recover_effect(self.journal, self.target, effect, claim)
+            if record.resolution is not None:
+                return recorded_outcome(record)
+        return self.submit(effect)
+
+    def _propose(self, effect: Effect, payload_hash: str) -> None:
+        self.journal.append(PROPOSED, effect.effect_id, {
+            "agent": effect.agent,
+            "target": self.target.name,
+            "key": effect.key,
+            "lease": effect.lease.describe() if effect.lease is not None else None,
+            "premises": {p.name: p.recorded() for p in effect.premises},
+            "expect": {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET},
+            "effect": effect.payload,
+            "payload_hash": payload_hash,
+        })
+
+    def _dispatch(self, effect: Effect, claim: Claim) -> Outcome:
+        eid = effect.effect_id
+        decided = proposal(self.journal, eid)["premises"]
+        checks = check(effect.lease, lambda: violations(effect.premises, decided, eid))
+        if not checks["lease_live"]:
+            return refuse(self.journal, eid, "lease", "lease not live", resolves=False, checks=checks)
+        self.journal.append(AUTHORIZED, eid, {"lease": checks["lease"]})
+        if checks["violations"]:
+            return refuse(self.journal, eid, "stale_premise", checks["violations"], resolves=False, checks=checks)
+        self.journal.append(DISPATCHED, eid, {
+            "effect": effect.payload, "lease": checks["lease"], "premises": decided, "checks": checks,
+            "epoch": claim.epoch,
+        })
+        killpoints.reach(killpoints.AFTER_DISPATCHED)
+        try:
+            result = self.target.apply(eid, effect.payload)
+        except Rejected as no:
+            code = "stale_premise" if no.precondition else "target_error"
+            return refuse(self.journal, eid, code, no.detail, resolves=True, epoch=claim.epoch)
+        except Exception:  # the answer was lost: whether it landed is for recovery to find out
+            return recover_effect(self.journal, self.target, effect, claim)
+        killpoints.reach(killpoints.AFTER_SEND)
+        self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
+        return Outcome(outcomes.COMMITTED, eid, result)
+
+
+def proposal(journal: Journal, effect_id: str) -> dict[str, Any]:
+    """The PROPOSED entry of an effect: the payload and the premises as decided."""
+    return next(e for e in journal.entries(effect_id) if e["kind"] == PROPOSED)
+
+
+def recorded_outcome(record: EffectRecord) -> Outcome:
+    """The outcome a settled effect reports when it is submitted again."""
+    entry = record.resolution or {}
+    kind = entry.get("kind")
+    if kind == COMMITTED:
+        return Outcome(outcomes.DUPLICATE_IGNORED, record.effect_id, entry.get("result", entry.get("found")))
+    if kind == REFUSED:
+        return Outcome(outcomes.refused(entry.get("code", "unknown")), record.effect_id)
+    return Outcome(outcomes.AMBIGUOUS, record.effect_id)

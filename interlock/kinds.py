@@ -1,0 +1,18 @@
+"""Journal entry kinds and which of them settle an effect."""
+
+from __future__ import annotations
+
+PROPOSED = "PROPOSED"
+AUTHORIZED = "AUTHORIZED"
+DISPATCHED = "DISPATCHED"
+REDISPATCHED = "REDISPATCHED"
+COMMITTED = "COMMITTED"
+REFUSED = "REFUSED"
+AMBIGUOUS = "AMBIGUOUS"
+LATE_RESULT = "LATE_RESULT"
+
+KINDS = frozenset({PROPOSED, AUTHORIZED, DISPATCHED, REDISPATCHED, COMMITTED, REFUSED, AMBIGUOUS, LATE_RESULT})
+SENDS = frozenset({DISPATCHED, REDISPATCHED})
+RESOLUTIONS = frozenset({COMMITTED, REFUSED, AMBIGUOUS})
+# Kinds the published run documented; a legacy bundle may carry them although this gate never writes them.
+LEGACY_KINDS = frozenset({"ESCALATED", "DECIDED", "CONFIRMED"})

@@ -1,0 +1,61 @@
+"""Premises: the facts an effect was decided on, re-read before every send."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class _NotSet:
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+
+NOT_SET: Any = _NotSet()
+
+
+@dataclass(frozen=True)
+class Premise:
+    """One fact: its value when decided, how to read it now, and optionally the value it must have.
+
+    A premise passes when it equals `expect` (if given) or else is unchanged since the decision. `own_write`
+    lets a target say that a change was made by this very effect (the generation moved because our write
+    landed), which is not a change of the facts the effect was decided on: `own_write(now, was, effect_id)`. `annotate` adds context to the
+    current value in a violation, such as who deployed the generation now live.
+    """
+
+    name: str
+    read: Callable[[], Any]
+    decided: Any = NOT_SET
+    expect: Any = NOT_SET
+    own_write: Callable[[Any, Any, str], bool] | None = None
+    annotate: Callable[[Any], str] | None = None
+
+    def recorded(self) -> Any:
+        """The value to record with the proposal: the decided value, or what the fact reads now."""
+        return self.read() if self.decided is NOT_SET else self.decided
+
+
+def violations(premises: list[Premise], recorded: dict[str, Any], effect_id: str) -> list[str]:
+    """Re-read every premise and describe each that no longer holds, readable by a person."""
+    found = []
+    for premise in premises:
+        was = recorded.get(premise.name)
+        now = premise.read()
+        shown = _show(now) + (premise.annotate(now) if premise.annotate else "")
+        if premise.expect is not NOT_SET:
+            if was != premise.expect:
+                found.append(f"{premise.name}: must be {_show(premise.expect)}, was {_show(was)} when decided")
+            elif now != premise.expect and not _own(premise, now, was, effect_id):
+                found.append(f"{premise.name}: must be {_show(premise.expect)}, now {shown}")
+        elif now != was and not _own(premise, now, was, effect_id):
+            found.append(f"{premise.name}: was {_show(was)}, now {shown}")
+    return found
+
+
+def _own(premise: Premise, now: Any, was: Any, effect_id: str) -> bool:
+    return premise.own_write is not None and premise.own_write(now, was, effect_id)
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)

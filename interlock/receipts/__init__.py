@@ -1,0 +1,236 @@
+"""Receipts: what a journal proves about an effect, re-derived from its entries alone.
+
+An unsigned chain is tamper-evident only in a narrow sense: every entry's hash recomputes and links to the one
+before it, so an edit, a reorder, a deleted entry or a deleted effect inside the chain shows. Anyone who can write
+the file can still rewrite it wholesale, and a cut tail leaves a shorter chain that is consistent. Only a signed
+checkpoint or a signed bundle, checked against a public key kept elsewhere, rules those out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..canonical import entry_hash
+from ..journal import Journal
+from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
+                     REFUSED)
+from ..signing import checkpoint_statement, sign, signature_holds
+
+COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
+          "out edits, reorders and deletions inside the chain, not a wholesale rewrite or a cut tail; a valid "
+          "signature over the head (signed: true) rules those out for whoever trusts the public key.")
+LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
+
+
+class BundleError(ValueError):
+    """The input is not a receipt bundle or journal at all (as opposed to a damaged one)."""
+
+
+def bundle_statement(effect_id: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a bundle signature covers: the effect, its entry count and the hash of its last entry."""
+    head = entries[-1].get("hash") if entries and isinstance(entries[-1], dict) else None
+    return {"statement": "interlock receipt bundle", "effect_id": effect_id, "count": len(entries), "head": head}
+
+
+def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
+    """Export one effect's entries as a self-contained receipt bundle, signed when a key is given."""
+    journal.refresh()
+    entries = journal.entries(effect_id)
+    if not entries:
+        raise KeyError(f"effect {effect_id} is not in {journal.path}")
+    out: dict[str, Any] = {"effect_id": effect_id, "entries": entries}
+    if key is not None:
+        out["signature"] = sign(key, bundle_statement(effect_id, entries))
+    return out
+
+
+def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
+    """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
+    entries, effect_id, signature = _unpack(bundle)
+    problems: list[str] = []
+    chain_problems = _effect_chain(entries, effect_id)
+    problems += chain_problems
+    problems += [p for i, e in enumerate(entries) if isinstance(e, dict) for p in _structure(i, e)]
+    good = [e for e in entries if isinstance(e, dict)]
+    if good and good[0].get("kind") != PROPOSED:
+        problems.append("entries[0]: the first entry is not PROPOSED")
+    result = _fold(good)
+    signed = None
+    if signature is not None or public_key is not None:
+        signed = public_key is not None and signature_holds(signature, bundle_statement(effect_id, entries), public_key)
+        if not signed:
+            problems.append("signature: missing or does not verify against the given public key")
+    return {
+        "effect_id": effect_id,
+        "format": "chained" if any(isinstance(e, dict) and "seq" in e for e in entries) else "legacy",
+        "valid": not problems,
+        "tamper_evident": not chain_problems,
+        "signed": signed,
+        **result,
+        "problems": problems,
+        "covers": COVERS,
+    }
+
+
+def verify_journal(entries: list[Any], *, public_key: str | None = None,
+                   checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect."""
+    if not isinstance(entries, list):
+        raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
+    problems: list[str] = []
+    previous: str | None = None
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            problems.append(f"entries[{i}]: not an object")
+            previous = None
+            continue
+        if entry.get("seq") != i:
+            problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
+        if entry.get("prev") != previous:
+            problems.append(f"entries[{i}]: prev does not link to the entry before it")
+        if entry_hash(entry) != entry.get("hash"):
+            problems.append(f"entries[{i}]: hash does not match the entry's content")
+        previous = entry.get("hash")
+    signed = None
+    if checkpoint is not None:
+        signed, found = _checkpoint(entries, checkpoint, public_key)
+        problems += found
+    chain_ok = not problems
+    effects: dict[str, Any] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("effect_id"), str):
+            effects.setdefault(entry["effect_id"], []).append(entry)
+    verified = {eid: verify(group) for eid, group in effects.items()}
+    for eid, outcome in verified.items():
+        problems += [f"effect {eid}: {p}" for p in outcome["problems"] if not p.startswith("entries[")]
+    return {
+        "valid": not problems and all(v["valid"] for v in verified.values()),
+        "tamper_evident": chain_ok,
+        "signed": signed,
+        "entries": len(entries),
+        "problems": problems,
+        "effects": verified,
+        "covers": COVERS,
+    }
+
+
+def _checkpoint(entries: list[Any], checkpoint: dict[str, Any], public_key: str | None) -> tuple[bool, list[str]]:
+    problems = []
+    seq, head = checkpoint.get("seq"), checkpoint.get("head")
+    signed = public_key is not None and signature_holds(checkpoint.get("signature"), checkpoint_statement(seq, head),
+                                                        public_key)
+    if not signed:
+        problems.append("checkpoint: signature missing or does not verify against the given public key")
+    if not isinstance(seq, int) or seq >= len(entries):
+        problems.append(f"checkpoint: the journal ends at seq {len(entries) - 1}, before the checkpoint's seq {seq} "
+                        "(tail cut)")
+    elif not isinstance(entries[seq], dict) or entries[seq].get("hash") != head:
+        problems.append(f"checkpoint: entry {seq} differs from the signed head (rewritten)")
+    return signed, problems
+
+
+def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:
+    if isinstance(bundle, list):
+        entries, signature, effect_id = bundle, None, None
+    elif isinstance(bundle, dict) and "entries" in bundle:
+        entries, signature, effect_id = bundle["entries"], bundle.get("signature"), bundle.get("effect_id")
+        if not isinstance(entries, list):
+            raise BundleError(f"entries: expected a list, got {type(entries).__name__}")
+    else:
+        raise BundleError("expected a receipt bundle (an object with 'entries') or a list of journal entries")
+    if effect_id is None:
+        effect_id = next((e.get("effect_id") for e in entries if isinstance(e, dict)), None)
+    return entries, effect_id, signature
+
+
+def _effect_chain(entries: list[Any], effect_id: str | None) -> list[str]:
+    problems = []
+    chained = any(isinstance(e, dict) and "seq" in e for e in entries)
+    link = "effect_prev" if chained else "prev"
+    previous: str | None = None
+    last_seq = -1
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            problems.append(f"entries[{i}]: not an object")
+            continue
+        if entry.get("effect_id") != effect_id:
+            problems.append(f"entries[{i}]: effect_id {entry.get('effect_id')!r} is not the bundle's {effect_id!r}")
+        if entry_hash(entry) != entry.get("hash"):
+            problems.append(f"entries[{i}]: hash does not match the entry's content")
+        if entry.get(link) != previous:
+            problems.append(f"entries[{i}]: {link} does not link to the entry before it")
+        if chained:
+            seq = entry.get("seq")
+            if not isinstance(seq, int) or seq <= last_seq:
+                problems.append(f"entries[{i}]: seq {seq!r} does not follow {last_seq}")
+            else:
+                last_seq = seq
+        previous = entry.get("hash")
+    return problems
+
+
+def _structure(i: int, entry: dict[str, Any]) -> list[str]:
+    kind = entry.get("kind")
+    if kind not in KINDS and kind not in LEGACY_KINDS:
+        return [f"entries[{i}].kind: unknown kind {kind!r}"]
+    if not isinstance(entry.get("ts"), (int, float)):
+        return [f"entries[{i}].ts: missing or not a number"]
+    for key in ("checks", "rechecked"):
+        if key in entry and not isinstance(entry[key], dict):
+            return [f"entries[{i}].{key}: expected an object"]
+    return []
+
+
+def _fold(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    counted: list[dict[str, Any]] = []  # the checks of sends that may have fired
+    span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
+    committed = 0
+    open_dispatch = ambiguous = False
+    happened_once = True
+    refused_reason: Any = None
+    after_target_error = False
+    evidence: Any = None
+    rechecked: Any = None
+    for entry in entries:
+        kind = entry.get("kind")
+        if isinstance(entry.get("rechecked"), dict):
+            rechecked = entry["rechecked"]
+        if kind == DISPATCHED:
+            if open_dispatch or after_target_error:
+                happened_once = False
+            open_dispatch = True
+            span = [entry.get("checks") or {}]
+        elif kind == REDISPATCHED:
+            open_dispatch = True
+            span.append(entry.get("rechecked") or {})
+        elif kind == COMMITTED:
+            committed += 1
+            evidence = entry.get("result", entry.get("found"))
+            if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(entry.get("rechecked"), dict) \
+                    and "epoch" not in entry:
+                span.append(entry["rechecked"])  # the published format journaled a resend only in its COMMITTED
+            counted += span
+            span, open_dispatch, ambiguous = [], False, False
+        elif kind == REFUSED:
+            refused_reason = entry.get("reason")
+            after_target_error = entry.get("code") == "target_error"
+            span, open_dispatch = [], False
+        elif kind == AMBIGUOUS:
+            counted += span
+            span, open_dispatch, ambiguous = [], False, True
+        elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
+            committed += 1
+            evidence = entry.get("result", evidence)
+    counted += span
+    if committed > 1:
+        happened_once = False
+    happened: Any = True if committed else ("unknown" if open_dispatch or ambiguous else False)
+    return {
+        "happened": happened,
+        "happened_once": happened_once,
+        "authorized_when_fired": all(c.get("lease_live") is True for c in counted) if counted else None,
+        "assumptions_held": all(c.get("violations") == [] for c in counted) if counted else None,
+        "refused": refused_reason if happened is not True else None,
+        "evidence": evidence,
+        "rechecked_at_recovery": rechecked,
+    }

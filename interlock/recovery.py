@@ -1,0 +1,75 @@
+"""Recovery: settle a dispatch whose sender died, without ever sending an effect twice or against moved facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import killpoints, outcomes
+from .claims import Claim
+from .effects import Effect, Outcome
+from .journal import Journal
+from .kinds import AMBIGUOUS, COMMITTED, PROPOSED, REDISPATCHED, REFUSED
+from .leases import check, passed
+from .premises import violations
+from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target
+
+
+def recover_effect(journal: Journal, target: Target, effect: Effect, claim: Claim) -> Outcome:
+    """Re-check lease and premises, look the effect up, and resend only where that cannot duplicate it.
+
+    Tier 1 resends when the re-check passes (the service dedupes); otherwise, and always on tier 2, the
+    lookup decides: found means it landed; not found and still valid means tier 2 resends with the
+    service's own precondition; tier 3 never resends and records AMBIGUOUS. The caller holds the claim.
+    """
+    eid = effect.effect_id
+    decided = next(e for e in journal.entries(eid) if e["kind"] == PROPOSED)["premises"]
+    rechecked = check(effect.lease, lambda: violations(effect.premises, decided, eid))
+    valid = passed(rechecked)
+    if target.tier == TIER_DEDUPE and valid:
+        return _resend(journal, target, effect, claim, rechecked, "retry", outcomes.COMMITTED_BY_RETRY)
+    if target.can_lookup:
+        try:
+            found = target.lookup(eid, effect.payload)
+        except Exception:  # the service did not answer: the dispatch stays open for the next recovery
+            return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
+        if found is not None:
+            journal.append(COMMITTED, eid, {"via": "recovery-query", "found": found, "rechecked": rechecked,
+                                            "epoch": claim.epoch})
+            return Outcome(outcomes.COMMITTED_ON_QUERY, eid, found, rechecked)
+    if not valid:
+        code = "lease_at_recovery" if not rechecked["lease_live"] else "stale_premise_at_recovery"
+        return _refuse_at_recovery(journal, eid, code, rechecked, claim)
+    if target.tier == TIER_BLIND:
+        journal.append(AMBIGUOUS, eid, {"reason": "no dedupe and no lookup: whether the send landed is unknown",
+                                        "rechecked": rechecked, "epoch": claim.epoch})
+        return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
+    return _resend(journal, target, effect, claim, rechecked, "recovery-reapply", outcomes.REAPPLIED_AFTER_QUERY)
+
+
+def _resend(journal: Journal, target: Target, effect: Effect, claim: Claim, rechecked: dict[str, Any],
+            via: str, status: str) -> Outcome:
+    eid = effect.effect_id
+    journal.append(REDISPATCHED, eid, {"via": via, "rechecked": rechecked, "epoch": claim.epoch})
+    killpoints.reach(killpoints.RECOVERY_AFTER_RECHECK)
+    try:
+        result = target.apply(eid, effect.payload)
+    except Rejected as no:
+        code = "stale_premise_at_recovery" if no.precondition else "target_error"
+        return _refuse_at_recovery(journal, eid, code, rechecked, claim, detail=no.detail)
+    except Exception:  # lost again: leave the dispatch open for the next recovery
+        return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
+    killpoints.reach(killpoints.RECOVERY_AFTER_RESEND)
+    journal.append(COMMITTED, eid, {"via": via, "result": result, "rechecked": rechecked, "epoch": claim.epoch})
+    return Outcome(status, eid, result, rechecked)
+
+
+def refuse(journal: Journal, eid: str, code: str, reason: Any, **data: Any) -> Outcome:
+    """Journal a refusal with its machine-readable code and return the matching outcome."""
+    journal.append(REFUSED, eid, {"code": code, "reason": reason, **data})
+    return Outcome(outcomes.refused(code), eid, rechecked=data.get("rechecked", data.get("checks")))
+
+
+def _refuse_at_recovery(journal: Journal, eid: str, code: str, rechecked: dict[str, Any], claim: Claim,
+                        detail: str | None = None) -> Outcome:
+    reason = detail or code.replace("_at_", " at ")
+    return refuse(journal, eid, code, reason, resolves=True, rechecked=rechecked, epoch=claim.epoch)

@@ -1,0 +1,110 @@
+"""Ground truth from the service's own state alone: the version listing and live object, the proxy's write log,
+or the events on the calendar slot."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .load import Node
+from .model import GroundTruth
+from .scenarios import calendar_want, gcp_want
+
+AGENT = "agent"
+
+
+def _writer(obj: Node) -> str:
+    """The `writer` metadata a write carries; a write without one is nobody's we know."""
+    metadata = obj.opt_node("metadata")
+    return (metadata.opt("writer", "string") if metadata else None) or "unknown"
+
+
+def _gcp_writes_from_versions(artifacts: Node) -> list[tuple[str, str]]:
+    versions = [(v.get("generation", "string"), _writer(v)) for v in artifacts.at("gcs_versions_raw").items()]
+    return sorted(versions, key=lambda pair: int(pair[0]))
+
+
+def _gcp_writes_from_write_log(artifacts: Node, object_name: str | None) -> list[tuple[str, str]]:
+    """Writes the service committed, as the recording proxy saw them: answered 200, or cut after committing."""
+    writes = []
+    for entry in artifacts.at("write_log").items():
+        generation = entry.opt("generation", "string")
+        status = entry.get("status", "integer", nullable=True)
+        committed = generation is not None and (status == 200 or entry.opt("cut", "boolean", False))
+        if committed and (object_name is None or entry.opt("object", "string", object_name) == object_name):
+            writes.append((entry.get("seq", "integer"), generation, _writer(entry)))
+    return [(generation, writer) for _, generation, writer in sorted(writes)]
+
+
+def judge_gcp(cell: Node, fault: str) -> GroundTruth:
+    """Agent writes and live owner of the cell's object, against the fault's wanted count and owner."""
+    artifacts = cell.at("artifacts")
+    source = cell.opt("ground_truth_source", "string", "versions")
+    if source == "versions":
+        writes = _gcp_writes_from_versions(artifacts)
+    elif source == "write_log":
+        ids = cell.opt_node("ids")
+        writes = _gcp_writes_from_write_log(artifacts, ids.opt("object", "string") if ids else None)
+    else:
+        raise cell.at("ground_truth_source").bad(f"unknown ground truth source {source!r} for gcp_resource")
+    live = artifacts.opt_node("gcs_live_raw")
+    if live is not None:
+        live_generation, live_owner = live.get("generation", "string"), _writer(live)
+    elif writes:
+        live_generation, live_owner = writes[-1]
+    else:
+        live_generation, live_owner = None, None
+    want, want_owner = gcp_want(cell, fault)
+    agent = tuple(generation for generation, writer in writes if writer == AGENT)
+    return GroundTruth(
+        source=source, agent_writes=agent, want=want, want_owner=want_owner, live_generation=live_generation,
+        live_owner=live_owner, writes=tuple(writes), other_events=(), events_on_slot_before=(), double_booked=None,
+        invariant_held=len(agent) == want and live_owner == want_owner,
+    )
+
+
+def _when(moment: Node) -> datetime:
+    """An event start or end: a dateTime, or an all-day date."""
+    if moment.has("dateTime"):
+        text = moment.get("dateTime", "string")
+    else:
+        text = moment.get("date", "string") + "T00:00:00+00:00"
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise moment.bad(f"not an RFC3339 time: {text!r}") from None
+
+
+def _span(event: Node) -> tuple[datetime, datetime]:
+    return _when(event.at("start")), _when(event.at("end"))
+
+
+def _booking_request(event: Node) -> str | None:
+    props = event.opt_node("extendedProperties")
+    private = props.opt_node("private") if props else None
+    return private.opt("booking_request", "string") if private else None
+
+
+def judge_calendar(cell: Node, crash_point: str, outage_action: str) -> GroundTruth:
+    """The request's live agent events on the slot, and whether one went on top of an event already there."""
+    request_id = cell.get("request_id", "string")
+    events = cell.at("ground_truth").at("events_list").items()
+    live = [e for e in events if e.opt("status", "string") != "cancelled"]
+    ours = [e for e in live if _booking_request(e) == request_id]
+    others = [e for e in live if _booking_request(e) != request_id]
+    outage = cell.opt_node("outage")
+    before = outage.opt_node("events_on_slot_before") if outage else None
+    already = tuple(item.expect("string") for item in before.items()) if before else ()
+    double = False
+    for mine in ours:
+        if mine.get("id", "string") in already:
+            continue
+        start, end = _span(mine)
+        double = double or any(s < end and start < e for s, e in map(_span, others))
+    agent = tuple(e.get("id", "string") for e in ours)
+    want = calendar_want(crash_point, outage_action)
+    return GroundTruth(
+        source="events_list", agent_writes=agent, want=want, want_owner=None, live_generation=None, live_owner=None,
+        writes=tuple((e.get("id", "string"), "agent" if e in ours else "other") for e in live),
+        other_events=tuple(e.get("id", "string") for e in others), events_on_slot_before=already,
+        double_booked=double, invariant_held=len(agent) == want and not double,
+    )

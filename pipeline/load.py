@@ -1,0 +1,111 @@
+"""Reading a result file with every access typed, so bad input names its file and JSON path instead of crashing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+_EXPECTED = {
+    "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,), "integer": (int,),
+    "number": (int, float),
+}
+
+
+class BadInput(Exception):
+    """A result file the judge cannot read as artifacts; str() is the one line shown to the user."""
+
+    def __init__(self, file: str, path: str, problem: str):
+        super().__init__(f"{file}: {path}: {problem}")
+        self.file, self.path, self.problem = file, path, problem
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a Python value's type, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+class Node:
+    """A JSON value together with the file and JSON path it was read from."""
+
+    __slots__ = ("value", "path", "file")
+
+    def __init__(self, value: Any, path: str, file: str):
+        self.value, self.path, self.file = value, path, file
+
+    def bad(self, problem: str) -> BadInput:
+        """An error about this value."""
+        return BadInput(self.file, self.path or "$", problem)
+
+    def expect(self, kind: str, *, nullable: bool = False) -> Any:
+        """This value, which must be of JSON type `kind` (or null when `nullable`)."""
+        value = self.value
+        if value is None and nullable:
+            return None
+        ok = isinstance(value, _EXPECTED[kind]) and not (isinstance(value, bool) and kind in ("integer", "number"))
+        if not ok:
+            raise self.bad(f"expected {kind}{' or null' if nullable else ''}, got {json_type(value)}")
+        return value
+
+    def child_path(self, key: str | int) -> str:
+        """The JSON path of a member or item."""
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        if _IDENTIFIER.match(key):
+            return f"{self.path}.{key}" if self.path else key
+        return f"{self.path}[{json.dumps(key)}]"
+
+    def has(self, key: str) -> bool:
+        """The object has `key` (with any value, null included)."""
+        return key in self.expect("object")
+
+    def at(self, key: str) -> Node:
+        """The member `key`, which must be present."""
+        obj = self.expect("object")
+        if key not in obj:
+            raise BadInput(self.file, self.child_path(key), "missing")
+        return Node(obj[key], self.child_path(key), self.file)
+
+    def get(self, key: str, kind: str, *, nullable: bool = False) -> Any:
+        """The member `key`, present and of JSON type `kind`."""
+        return self.at(key).expect(kind, nullable=nullable)
+
+    def opt(self, key: str, kind: str, default: Any = None) -> Any:
+        """The member `key` when present and not null, else `default`; a present value must have type `kind`."""
+        obj = self.expect("object")
+        if obj.get(key) is None:
+            return default
+        return Node(obj[key], self.child_path(key), self.file).expect(kind)
+
+    def opt_node(self, key: str) -> Node | None:
+        """The member `key` as a node when present and not null."""
+        obj = self.expect("object")
+        return None if obj.get(key) is None else Node(obj[key], self.child_path(key), self.file)
+
+    def items(self) -> list[Node]:
+        """The items of this array."""
+        return [Node(v, f"{self.path}[{i}]", self.file) for i, v in enumerate(self.expect("array"))]
+
+
+def read(path: str | Path) -> Node:
+    """Parse one result file; a file that is unreadable, truncated or not JSON is bad input at `$`."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(name, "$", f"cannot read: {exc.strerror or exc}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        raise BadInput(name, "$", f"not valid JSON{cut}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    node = Node(value, "", name)
+    node.expect("object")
+    return node

@@ -1,0 +1,202 @@
+"""The derived data model: what the pipeline establishes about one result file, ready for tables and pages.
+
+Everything here is computed from the artifacts by `pipeline.derive`; nothing is typed by hand. Texts marked
+untrusted (a model's reason, an event summary, a worker log) come from the run and must be escaped when shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Service:
+    """One service a run talked to, and whether it was the real one or a local stand-in."""
+
+    role: str  # "object_store" | "calendar" | "model"
+    real: bool
+    name: str
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a result file came from: the published real-service run, or one of the project's own runs."""
+
+    published: bool  # True for the published real-service reference files
+    summary: str  # one line for a page header, e.g. "published real-service run: Google Cloud Storage JSON API ..."
+    generated: str
+    script: str | None
+    services: tuple[Service, ...]
+    decider: Any = None  # as stored (a model name or a description of the scripted decider)
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    commit: str | None = None
+    claim: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # other top-level facts (bucket, project, calendar, ...)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision the first worker persisted; `reason` and `summary` are untrusted model text."""
+
+    model: str | None
+    reason: str | None  # gcp: the model's stated reason for the rollback
+    summary: str | None  # calendar: the event summary the model chose
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordSays:
+    """What a system's own record establishes, read without looking at the service."""
+
+    source: str  # JSON path of the record inside the cell, e.g. "artifacts.log.jsonl"
+    actor: str | None  # who acted, as the record names it (None: the record names nobody)
+    checks: tuple[str | None, ...]  # one item per recorded check; an explicit null check counts as recorded
+    sends: int  # sends the record shows
+    unchecked_sends: int  # sends recorded with no check at all (not even an explicit null)
+    writes: tuple[str, ...] | None  # generations / event ids the record establishes; None = unknown
+    unresolved_sends: int  # sends with no result and nothing later covering them
+    chain_valid: bool | None  # the gate's hash chain verified (None: the record has no chain)
+    reason: str | None  # why `writes` is unknown, or None when the record establishes a list
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """What the service itself holds after the run, read from the stored listing, event list or write log."""
+
+    source: str  # "versions" | "write_log" | "events_list"
+    agent_writes: tuple[str, ...]  # agent generations (gcp) or the request's live agent event ids (calendar)
+    want: int  # agent writes wanted by the fault
+    want_owner: str | None  # gcp: who should own the live object; calendar: None
+    live_generation: str | None  # gcp only
+    live_owner: str | None  # gcp only: writer metadata of the live object
+    writes: tuple[tuple[str, str], ...]  # gcp: (generation, writer) in order; calendar: (event id, "agent"|"other")
+    other_events: tuple[str, ...]  # calendar: live events on the slot not made for this request
+    events_on_slot_before: tuple[str, ...]  # calendar: what was on the slot when the customer event went in
+    double_booked: bool | None  # calendar only
+    invariant_held: bool
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The one proof rule: actor named, checks recorded, record's write list equals the service's list."""
+
+    ok: bool
+    reason: str  # one line saying why (yes or no)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (fault, system) run, judged."""
+
+    index: int  # position in the file's `cells` list
+    scenario: str
+    fault: str
+    system: str
+    outcome: str
+    landed: bool | None  # the outcome read through interlock.outcomes.landed
+    agent_writes: int
+    want: int
+    invariant_held: bool
+    answer_matches: bool | None  # None when the outcome cannot say
+    can_prove: bool
+    seconds_to_settle: float
+    truth: GroundTruth
+    record: RecordSays
+    proof: Proof
+    receipt: Mapping[str, Any] | None  # interlock.receipts.verify() result for the gate's effect
+    journal: tuple[Mapping[str, Any], ...]  # the gate's full journal entries (empty for baselines)
+    worker_log: Any  # gcp: parsed log.jsonl lines; calendar: the worker log text (untrusted)
+    ids: Any  # as stored in the cell (gcp: object; calendar: one string)
+    decision: Decision | None
+    worker_exits: tuple[int, ...]
+    crash_fired: bool  # the first worker died by SIGKILL
+    stored: Mapping[str, Any]  # the scored columns as the file itself stored them (for comparison)
+
+    def as_json(self) -> dict[str, Any]:
+        """The `judge --json` object of this cell."""
+        return {
+            "scenario": self.scenario,
+            "fault": self.fault,
+            "system": self.system,
+            "outcome": self.outcome,
+            "agent_writes": self.agent_writes,
+            "want": self.want,
+            "invariant_held": self.invariant_held,
+            "answer_matches": self.answer_matches,
+            "can_prove": self.can_prove,
+            "seconds_to_settle": self.seconds_to_settle,
+        }
+
+
+@dataclass(frozen=True)
+class Tally:
+    """k of n cells."""
+
+    k: int
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.k}/{self.n}"
+
+
+@dataclass(frozen=True)
+class SystemSummary:
+    """One system's scores over a scenario's cells."""
+
+    system: str
+    invariant_held: Tally
+    answer_matched: Tally
+    can_prove: Tally
+    settle_min: float
+    settle_max: float
+    line: str  # "no_check: invariant held 0/3, answer matched 3/3, can prove 0/3, crash to settled 0.4s to 2.0s"
+
+
+@dataclass(frozen=True)
+class FaultNote:
+    """The "what this run shows" paragraph of one fault, derived from its cells."""
+
+    fault: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One published-vs-ours difference for a cell and column, with why it differs."""
+
+    fault: str
+    system: str
+    column: str  # "outcome" | "agent_writes" | "want" | "invariant_held" | "answer_matches" | "can_prove" | ...
+    published: Any
+    ours: Any
+    kind: str  # "value": the figures differ; "basis": same figure, scored by a different rule
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A judged result file: its cells, per-system summaries, verdict and per-fault notes."""
+
+    name: str  # "gcp_resource" | "calendar"
+    title: str
+    source: str  # the file path as given
+    provenance: Provenance
+    faults: tuple[str, ...]  # in file order
+    systems: tuple[str, ...]  # in file order
+    cells: tuple[Cell, ...]
+    summaries: tuple[SystemSummary, ...]
+    verdict: tuple[str, ...]  # sentences
+    notes: tuple[FaultNote, ...]  # one per fault, in fault order
+
+    def cell(self, fault: str, system: str) -> Cell | None:
+        """The cell of (fault, system), or None when the run has no such cell."""
+        for cell in self.cells:
+            if cell.fault == fault and cell.system == system:
+                return cell
+        return None
+
+    def summary(self, system: str) -> SystemSummary:
+        """The summary of one system."""
+        return next(s for s in self.summaries if s.system == system)
