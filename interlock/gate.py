@@ -100,7 +100,7 @@ class Gate:
             "effect": effect.payload, "lease": checks["lease"], "premises": decided, "checks": checks,
             "epoch": claim.epoch,
         })
-        killpoints.reach(killpoints.AFTER_DISPATCHED)
+        killpoints.reach(killpoints.BEFORE_SEND)
         try:
             result = self.target.apply(eid, effect.payload)
         except Rejected as no:
@@ -108,7 +108,7 @@ class Gate:
             return refuse(self.journal, eid, code, no.detail, resolves=True, epoch=claim.epoch)
         except Exception:  # the answer was lost: whether it landed is for recovery to find out
             return recover_effect(self.journal, self.target, effect, claim)
-        killpoints.reach(killpoints.AFTER_SEND)
+        killpoints.reach(killpoints.AFTER_COMMIT)
         self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
         return Outcome(outcomes.COMMITTED, eid, result)
 

@@ -50,7 +50,7 @@ def _resend(journal: Journal, target: Target, effect: Effect, claim: Claim, rech
             via: str, status: str) -> Outcome:
     eid = effect.effect_id
     journal.append(REDISPATCHED, eid, {"via": via, "rechecked": rechecked, "epoch": claim.epoch})
-    killpoints.reach(killpoints.RECOVERY_AFTER_RECHECK)
+    killpoints.reach(killpoints.RECOVERY_BEFORE_RESEND)
     try:
         result = target.apply(eid, effect.payload)
     except Rejected as no:

@@ -1,0 +1,19 @@
+"""Local stand-ins for the services the experiments drive, each reached over loopback HTTP by a real client.
+
+| role | stand-in | reached by |
+|---|---|---|
+| object store | `fake_gcs()`: the fake-gcs-server binary, its own process | google-cloud-storage |
+| object store wire log and cut | `recording_proxy(upstream, log_path)` | google-cloud-storage |
+| calendar | `calendar_standin(log_path)`: the project's Calendar v3 stand-in, in a thread | google-api-python-client |
+| model | `messages_stub()`: Messages API answers with scripted tool calls, in a thread | anthropic |
+"""
+
+from experiments.services.calendar_standin import CalendarStandin, calendar_standin
+from experiments.services.fake_gcs import FakeGcs, fake_gcs
+from experiments.services.gcs_proxy import RecordingProxy, recording_proxy
+from experiments.services.messages_stub import MessagesStub, messages_stub
+
+__all__ = [
+    "CalendarStandin", "FakeGcs", "MessagesStub", "RecordingProxy",
+    "calendar_standin", "fake_gcs", "messages_stub", "recording_proxy",
+]

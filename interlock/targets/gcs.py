@@ -1,0 +1,76 @@
+"""Google Cloud Storage objects as a tier-2 target: no dedupe, but the version listing answers "did it land"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.api_core.exceptions import NotFound, PreconditionFailed
+from google.cloud import storage
+
+from ..premises import Premise
+from .base import TIER_LOOKUP, Rejected
+
+EFFECT_ID_KEY = "interlock_effect_id"
+
+
+class GcsObjectTarget:
+    """Overwrite one object with `payload["body"]`, compare-and-swap on `payload["if_generation_match"]`.
+
+    Each write carries the effect id in custom metadata, so recovery can find it in the version listing
+    (needs object versioning: without it a replaced write leaves no trace). Uploads are multipart with no
+    client retries: a retried conditional upload would turn "my write landed" into a 412.
+    """
+
+    name = "gcs-object"
+    tier = TIER_LOOKUP
+    can_lookup = True
+
+    def __init__(self, client: storage.Client, bucket: str, object_name: str, metadata: dict[str, str] | None = None):
+        self.bucket = client.bucket(bucket)
+        self.object_name = object_name
+        self.metadata = dict(metadata or {})
+
+    def apply(self, effect_id: str, payload: dict[str, Any]) -> str:
+        """Upload the body; return the new generation."""
+        blob = self.bucket.blob(self.object_name)
+        blob.metadata = {**self.metadata, EFFECT_ID_KEY: effect_id}
+        match = payload.get("if_generation_match")
+        try:
+            blob.upload_from_string(payload["body"], content_type=payload.get("content_type", "application/json"),
+                                    if_generation_match=None if match is None else int(match), retry=None)
+        except PreconditionFailed as exc:
+            raise Rejected(f"412 precondition failed: ifGenerationMatch={match}", precondition=True) from exc
+        return str(blob.generation)
+
+    def lookup(self, effect_id: str, payload: dict[str, Any]) -> str | None:
+        """The generation this effect wrote, found in the version listing by its effect-id metadata."""
+        for blob in self.bucket.list_blobs(prefix=self.object_name, versions=True):
+            if blob.name == self.object_name and (blob.metadata or {}).get(EFFECT_ID_KEY) == effect_id:
+                return str(blob.generation)
+        return None
+
+
+def generation_premise(client: storage.Client, bucket: str, object_name: str, decided: str,
+                       writer_key: str = "writer") -> Premise:
+    """The live generation as a premise; this effect's own write is not a change, and a change names its writer."""
+    handle = client.bucket(bucket)
+    seen: dict[str, dict[str, str]] = {}
+
+    def read() -> str | None:
+        try:
+            blob = handle.get_blob(object_name)
+        except NotFound:
+            blob = None
+        if blob is None:
+            return None
+        seen[str(blob.generation)] = blob.metadata or {}
+        return str(blob.generation)
+
+    def own_write(now: Any, was: Any, effect_id: str) -> bool:
+        return seen.get(now, {}).get(EFFECT_ID_KEY) == effect_id
+
+    def annotate(now: Any) -> str:
+        writer = seen.get(now, {}).get(writer_key)
+        return f" (deployed by {writer})" if writer else ""
+
+    return Premise("generation", read, decided=str(decided), own_write=own_write, annotate=annotate)

@@ -1,0 +1,59 @@
+"""Where each generated page and file of one run lives, and the relative links between them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from ..model import Cell
+
+_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+def slug(text: str) -> str:
+    """A path segment or anchor from any name: lower case, runs of other characters folded to one dash."""
+    return _UNSAFE.sub("-", text.lower()).strip("-") or "x"
+
+
+@dataclass(frozen=True)
+class RunLinks:
+    """Links as seen from the run's own pages; `folder` is the run's directory under the docs root."""
+
+    folder: str  # "scenarios/<slug>"
+
+    @property
+    def path(self) -> Markup:
+        return Markup(self.folder)
+
+    @property
+    def scenario(self) -> Markup:
+        return Markup("../")
+
+    @property
+    def cells(self) -> Markup:
+        return Markup("cells/")
+
+    @property
+    def published(self) -> Markup:
+        return Markup("published/")
+
+    @property
+    def chart(self) -> dict[str, Markup]:
+        return {"light": Markup("settle-light.svg"), "dark": Markup("settle-dark.svg")}
+
+    def anchor(self, cell: Cell) -> Markup:
+        return Markup(f"{slug(cell.fault)}--{slug(cell.system)}")
+
+    def heading_id(self, cell: Cell) -> Markup:
+        return Markup("{#" + self.anchor(cell) + "}")
+
+    def cell(self, cell: Cell) -> Markup:
+        return Markup("cells/#") + self.anchor(cell)
+
+    def raw_name(self, cell: Cell) -> Markup:
+        return Markup(f"{cell.index:03d}-") + self.anchor(cell) + Markup(".json")
+
+    def raw(self, cell: Cell) -> Markup:
+        return Markup("cells/") + self.raw_name(cell)
