@@ -104,8 +104,10 @@ def read(path: str | Path) -> Node:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        cut = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
-        raise BadInput(name, "$", f"not valid JSON{cut}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        at_end = exc.pos >= len(text.rstrip())
+        open_string = exc.msg.startswith("Unterminated string") and '"' not in text[exc.pos + 1:]
+        cut = " (truncated?)" if at_end or open_string else ""
+        raise BadInput(name, "$", f"not valid JSON{cut}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     node = Node(value, "", name)
     node.expect("object")
     return node

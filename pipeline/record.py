@@ -90,6 +90,10 @@ def worker_log_lines(log: Node) -> list[Node]:
     return lines
 
 
+# Journal kinds that send, and the field holding the check made right before that send.
+_SEND_CHECK = {"DISPATCHED": "checks", "REDISPATCHED": "rechecked"}
+
+
 def _effect_write(value: Any) -> str | None:
     """The id a gate result names: a generation string, or the generation / event of a result object."""
     if isinstance(value, str):
@@ -117,9 +121,9 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         recorded = entry.get("checks") or entry.get("rechecked")
         if recorded:
             checks.append(f"{entry.get('kind')}: {recorded!r}")
-        if entry.get("kind") == "DISPATCHED":
+        if entry.get("kind") in _SEND_CHECK:
             sends += 1
-            unchecked += not entry.get("checks")
+            unchecked += not entry.get(_SEND_CHECK[entry["kind"]])
     happened = receipt.get("happened")
     unresolved = int(happened == "unknown")
 
@@ -135,10 +139,11 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         return says((), None), receipt
     writes: list[str] = []
     for entry in mine:
-        if entry.get("kind") not in ("COMMITTED", "LATE_RESULT"):
+        committed = entry.get("kind") == "COMMITTED"
+        if not committed and not (entry.get("kind") == "LATE_RESULT" and entry.get("late_kind") == "COMMITTED"):
             continue
         write = _effect_write(entry.get("result", entry.get("found")))
-        if write is None and entry.get("kind") == "COMMITTED":
+        if write is None and committed:
             return says(None, "a COMMITTED entry names no generation or event"), receipt
         if write is not None and write not in writes:
             writes.append(write)

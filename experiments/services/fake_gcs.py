@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -47,6 +48,12 @@ def binary_path() -> Path:
     if not path.exists():
         raise RuntimeError(f"{WRAPPER} {version(WRAPPER)} ships no binary at {path}")
     return path
+
+
+def server_version() -> str:
+    """The fake-gcs-server module version recorded in the binary's Go build info, for provenance."""
+    found = re.search(rb"mod\tgithub\.com/fsouza/fake-gcs-server\t([^\t\n]+)", binary_path().read_bytes())
+    return found.group(1).decode() if found else "unknown"
 
 
 def wrapper_version() -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from ..chart import Bar, settle_chart
 from ..load import read
 from ..model import Scenario
@@ -34,8 +36,9 @@ def _template_for(env, name: str) -> str:
     return specific if (TEMPLATES / specific).exists() else "scenario.md.j2"
 
 
-def _source(template: str) -> str:
-    return f"site/templates/{template}"
+def _source(template: str) -> Markup:
+    """The repository path of a page's template, for the footer's "Improve this page" link."""
+    return Markup(f"site/templates/{template}")
 
 
 def _runs(scenarios: Sequence[Scenario]) -> list[Run]:
@@ -89,9 +92,9 @@ def render_site(scenarios: Sequence[Scenario], docs: Path) -> list[dict[str, Any
         source_template=_source("methodology.md.j2"), runs=runs))
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
-        nav.append({f"{run.slug}": [
-            {"Results": f"{run.links.folder}/index.md"},
-            {"Every cell": f"{run.links.folder}/cells.md"},
+        nav.append({run.slug: [
+            {f"{run.slug}: results": f"{run.links.folder}/index.md"},
+            {f"{run.slug}: every cell": f"{run.links.folder}/cells.md"},
         ]})
     nav.append({"Methodology and limits": "methodology.md"})
     return nav

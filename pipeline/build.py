@@ -1,0 +1,110 @@
+"""`python -m pipeline build`: re-judge result files, render the pages, and build the static site with mkdocs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .derive import derive
+from .load import BadInput
+from .model import Scenario
+from .render import render_site
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results" / "scenarios"
+CONFIG = REPO / "mkdocs.yml"
+
+
+class BuildFailed(Exception):
+    """mkdocs refused the generated pages (strict mode turns any warning into this)."""
+
+
+def _when(generated: str) -> datetime | None:
+    """A run's `generated` stamp as a time; the published calendar file writes "YYYY-MM-DD HH:MM UTC"."""
+    try:
+        when = datetime.fromisoformat(generated.replace(" UTC", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def source_date_epoch(scenarios: Sequence[Scenario]) -> int:
+    """The newest run's time: the one date mkdocs stamps into the sitemap, so rebuilding the same input changes
+    no byte."""
+    times = [t for t in (_when(s.provenance.generated) for s in scenarios) if t is not None]
+    return int(max(times).timestamp()) if times else 0
+
+
+def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    logger = logging.getLogger("mkdocs")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mkdocs: %(levelname)s %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    previous = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
+    try:
+        config = load_config(str(CONFIG), docs_dir=str(docs), site_dir=str(site), nav=nav, strict=True)
+        mkdocs_build(config)
+    except MkDocsException as exc:
+        raise BuildFailed(str(exc)) from None
+    finally:
+        logger.removeHandler(handler)
+        if previous is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = previous
+
+
+def render(files: Sequence[Path], docs: Path) -> tuple[list[Scenario], list]:
+    """Judge every file and write the site's Markdown; the render step alone, as benchmarked."""
+    scenarios = [derive(path) for path in files]
+    return scenarios, render_site(scenarios, docs)
+
+
+def build(files: Sequence[Path], out: Path) -> Path:
+    """Judge, render into out/docs, build out/site; returns the site folder."""
+    docs, site = out / "docs", out / "site"
+    scenarios, nav = render(files, docs)
+    _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+    return site
+
+
+def result_files(folder: Path = RESULTS) -> list[Path]:
+    """The committed result files, in name order; none is fine (the site then says no local run exists)."""
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build the site; bad input is one line naming file and JSON path, and exit status 2."""
+    parser = argparse.ArgumentParser(prog="python -m pipeline build", description=__doc__)
+    parser.add_argument("files", nargs="*", type=Path, help="result files (default: results/scenarios/*.json)")
+    parser.add_argument("--out", type=Path, default=REPO / "build", help="build folder (default: build)")
+    args = parser.parse_args(argv)
+    files = args.files or result_files()
+    try:
+        site = build(files, args.out)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BuildFailed as exc:
+        print(f"error: mkdocs: {exc}", file=sys.stderr)
+        return 1
+    shown = site.relative_to(REPO) if site.is_relative_to(REPO) else site
+    print(f"site built in {shown}/ from {len(files)} result file(s)")
+    print("serve it with `make serve` and open http://127.0.0.1:8000/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

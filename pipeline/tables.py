@@ -1,0 +1,38 @@
+"""pandas tables of a judged scenario, for the terminal and for anyone analysing the numbers further."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .model import Scenario
+
+_ANSWER = {True: "matches", False: "differs", None: "cannot say"}
+
+
+def cells_frame(scenario: Scenario) -> pd.DataFrame:
+    """One row per cell, indexed by (fault, system), with every `judge --json` column."""
+    rows = [cell.as_json() for cell in scenario.cells]
+    return pd.DataFrame(rows).drop(columns="scenario").set_index(["fault", "system"])
+
+
+def summary_frame(scenario: Scenario) -> pd.DataFrame:
+    """One row per system: k/n per column and the crash-to-settled spread."""
+    rows = [{"system": s.system, "invariant held": str(s.invariant_held), "answer matched": str(s.answer_matched),
+             "can prove": str(s.can_prove), "settled min s": s.settle_min, "settled max s": s.settle_max}
+            for s in scenario.summaries]
+    return pd.DataFrame(rows).set_index("system")
+
+
+def as_text(scenario: Scenario) -> str:
+    """The scenario's table, summaries and verdict as plain text."""
+    frame = pd.DataFrame([{
+        "fault": c.fault, "system": c.system, "outcome": c.outcome, "agent writes": c.agent_writes, "want": c.want,
+        "invariant": ("held" if c.invariant_held else "VIOLATED") + (", double booked" if c.truth.double_booked else ""),
+        "answer": _ANSWER[c.answer_matches], "proof": "yes" if c.can_prove else "no",
+        "seconds": f"{c.seconds_to_settle:.1f}",
+    } for c in scenario.cells]).set_index(["fault", "system"])
+    lines = [f"{scenario.name}: {scenario.title}", f"{scenario.source} ({scenario.provenance.summary})", "",
+             frame.to_string(), ""]
+    lines += [s.line for s in scenario.summaries]
+    lines += ["", *scenario.verdict]
+    return "\n".join(lines)
