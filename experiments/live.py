@@ -119,7 +119,7 @@ def offline_provenance() -> dict:
                          "version": f"{server_version()} ({WRAPPER} {wrapper_version()})",
                          "client": f"google-cloud-storage {version('google-cloud-storage')}",
                          "credentials": "anonymous (stand-in)"},
-        "calendar": {"real": False, "name": f"{CALENDAR_STANDIN} (stand-in for Google Calendar)",
+        "calendar": {"real": False, "name": CALENDAR_STANDIN,
                      "version": f"interlock {_interlock_version()}",
                      "client": f"google-api-python-client {version('google-api-python-client')}",
                      "credentials": "anonymous (stand-in)"},

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .compare import published_runs
 from .derive import derive
 from .load import BadInput
 from .model import Scenario
@@ -67,9 +68,9 @@ def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
 
 
 def render(files: Sequence[Path], docs: Path) -> tuple[list[Scenario], list]:
-    """Judge every file and write the site's Markdown; the render step alone, as benchmarked."""
+    """Judge every file and write the site's Markdown: everything but mkdocs, as benchmarked."""
     scenarios = [derive(path) for path in files]
-    return scenarios, render_site(scenarios, docs)
+    return scenarios, render_site(scenarios, published_runs(), docs)
 
 
 def build(files: Sequence[Path], out: Path) -> Path:

@@ -23,16 +23,23 @@ def _gcp_writes_from_versions(artifacts: Node) -> list[tuple[str, str]]:
     return sorted(versions, key=lambda pair: int(pair[0]))
 
 
+# Requests that create a generation (uploads, inserts, copies); the proxy also logs reads and listings.
+_WRITE_METHODS = frozenset({"POST", "PUT"})
+
+
 def _gcp_writes_from_write_log(artifacts: Node, object_name: str | None) -> list[tuple[str, str]]:
     """Writes the service committed, as the recording proxy saw them: answered 200, or cut after committing."""
-    writes = []
+    writes: dict[str, tuple[int, str]] = {}
     for entry in artifacts.at("write_log").items():
         generation = entry.opt("generation", "string")
         status = entry.get("status", "integer", nullable=True)
         committed = generation is not None and (status == 200 or entry.opt("cut", "boolean", False))
-        if committed and (object_name is None or entry.opt("object", "string", object_name) == object_name):
-            writes.append((entry.get("seq", "integer"), generation, _writer(entry)))
-    return [(generation, writer) for _, generation, writer in sorted(writes)]
+        if not committed or entry.get("method", "string") not in _WRITE_METHODS or generation in writes:
+            continue
+        if object_name is None or entry.opt("object", "string", object_name) == object_name:
+            writes[generation] = (entry.get("seq", "integer"), _writer(entry))
+    ordered = sorted(writes.items(), key=lambda item: item[1][0])
+    return [(generation, writer) for generation, (_, writer) in ordered]
 
 
 def judge_gcp(cell: Node, fault: str) -> GroundTruth:

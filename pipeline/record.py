@@ -16,13 +16,13 @@ from .load import Node
 from .model import RecordSays
 
 
-def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None]:
-    """(writes a lookup found, the id one write got) named by a result's ids."""
+def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None, str | None]:
+    """(writes a lookup found, the generation one upload got, the event id of a booking) named by a result."""
     if ids is None:
-        return None, None
+        return None, None, None
     found = ids.opt_node("writes_found")
     writes = [item.expect("string") for item in found.items()] if found else None
-    return writes, ids.opt("generation", "string") or ids.opt("event_id", "string")
+    return writes, ids.opt("generation", "string"), ids.opt("event_id", "string")
 
 
 def _outcome(node: Node) -> bool | None:
@@ -37,7 +37,8 @@ def baseline_record(lines: list[Node], source: str, last_result: Node | None = N
     """Replay a baseline's send/result lines (then its result file, if it keeps one) into a list of writes.
 
     Each send opens a question; a result answers the latest one. A lookup's `writes_found` replaces the list and
-    answers every open send; a landed result adds the write it names; a result that cannot say answers nothing.
+    answers every open send, and so does a landed booking's event id (the same id on every attempt); a landed
+    upload adds the generation it got; a result that cannot say answers nothing.
     """
     actor: str | None = None
     checks: list[str | None] = []
@@ -63,13 +64,15 @@ def baseline_record(lines: list[Node], source: str, last_result: Node | None = N
             if claim is None:
                 continue
             unresolved = max(unresolved - 1, 0)
-            found, write = _result_ids(ids)
+            found, generation, event = _result_ids(ids)
             if found is not None:
                 writes, unresolved = found, 0
-            elif claim and write is None:
+            elif claim and event is not None:  # one event id per request: it answers every attempt
+                writes, unresolved = list(dict.fromkeys([*writes, event])), 0
+            elif claim and generation is not None:
+                writes.append(generation)
+            elif claim:
                 unnamed = True
-            elif claim and write not in writes:
-                writes.append(write)
     if unresolved or unnamed:
         why = (f"{unresolved} send(s) have no result and nothing later covers them" if unresolved
                else "a result reports a landed write without naming it")

@@ -86,12 +86,16 @@ def _system_sentence(spec: Spec, summary: SystemSummary, mine: list[Cell]) -> st
 def verdict(spec: Spec, cells: tuple[Cell, ...], systems: tuple[str, ...],
             summaries: tuple[SystemSummary, ...]) -> tuple[str, ...]:
     """Sentences comparing every gate configuration with every baseline, then one line per system."""
-    by_key = {(c.fault, c.system): c for c in cells}
+    runs: dict[tuple[str, str], list[Cell]] = {}
+    for cell in cells:
+        runs.setdefault((cell.fault, cell.system), []).append(cell)
+    faults = list(dict.fromkeys(c.fault for c in cells))
     sentences = []
     gates = [s for s in systems if s.startswith(GATE)]
     for gate in gates:
         for base in (s for s in systems if not s.startswith(GATE)):
-            pairs = [(c, by_key[(c.fault, base)]) for c in cells if c.system == gate and (c.fault, base) in by_key]
+            # the k-th run of a fault under one system is set against the k-th run under the other
+            pairs = [pair for f in faults for pair in zip(runs.get((f, gate), []), runs.get((f, base), []))]
             if pairs:
                 sentences.append(_pair_sentence(spec, gate, base, pairs))
     for summary in summaries:
@@ -134,9 +138,11 @@ def _agreement(row: list[Cell]) -> str:
         return "All systems tie on invariant, answer and proof."
     if len(groups) == len(row):
         return "No two systems end alike on invariant, answer and proof."
-    ties = [f"{_join(names)} tie" for names in groups.values() if len(names) > 1]
+    parts = [f"{_join(names)} tie" for names in groups.values() if len(names) > 1]
     alone = [names[0] for names in groups.values() if len(names) == 1]
-    return f"On invariant, answer and proof {'; '.join(ties)}; {_join(alone)} {'differs' if len(alone) == 1 else 'differ'}."
+    if alone:
+        parts.append(f"{_join(alone)} {'differs' if len(alone) == 1 else 'differ'}")
+    return "On invariant, answer and proof " + "; ".join(parts) + "."
 
 
 def fault_notes(spec: Spec, cells: tuple[Cell, ...], faults: tuple[str, ...],

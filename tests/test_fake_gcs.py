@@ -151,11 +151,11 @@ def test_racing_processes_at_one_generation_leave_exactly_one_winner(gcs_client,
     assert versions[-1].metadata["writer"] == "agent"
 
 
-def test_resumable_uploads_ignore_if_generation_match(versioned_bucket):
+def test_uploads_above_8_mib_go_resumable_and_ignore_if_generation_match(versioned_bucket):
     seed = _upload(versioned_bucket, "o", "1", "human-deploy")
     _upload(versioned_bucket, "o", "2", "human-redeploy")
-    resumable = versioned_bucket.blob("o", chunk_size=256 * 1024)
+    large = b"x" * (8 * 1024 * 1024 + 1)
 
-    resumable.upload_from_string("3", if_generation_match=seed.generation)
+    versioned_bucket.blob("o").upload_from_string(large, if_generation_match=seed.generation, retry=None)
 
-    assert versioned_bucket.get_blob("o").download_as_bytes() == b"3"
+    assert versioned_bucket.get_blob("o").size == len(large)

@@ -13,12 +13,13 @@ from typing import Any
 from ..canonical import entry_hash
 from ..journal import Journal
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED)
+                     REFUSED, RESOLUTIONS, SENDS)
 from ..signing import checkpoint_statement, sign, signature_holds
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
-          "out edits, reorders and deletions inside the chain, not a wholesale rewrite or a cut tail; a valid "
-          "signature over the head (signed: true) rules those out for whoever trusts the public key.")
+          "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
+          "appended by whoever can write the file, or a cut tail; a valid signature over the head (signed: true) "
+          "rules those out for whoever trusts the public key.")
 LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
 
 
@@ -54,6 +55,8 @@ def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     good = [e for e in entries if isinstance(e, dict)]
     if good and good[0].get("kind") != PROPOSED:
         problems.append("entries[0]: the first entry is not PROPOSED")
+    if any("seq" in e for e in good):
+        problems += _order(entries)
     result = _fold(good)
     signed = None
     if signature is not None or public_key is not None:
@@ -166,6 +169,24 @@ def _effect_chain(entries: list[Any], effect_id: str | None) -> list[str]:
             else:
                 last_seq = seq
         previous = entry.get("hash")
+    return problems
+
+
+def _order(entries: list[Any]) -> list[str]:
+    """A chained journal never holds a second resolution or a result with no send open: Journal.append stores a
+    late answer as LATE_RESULT and the gate resolves only what it dispatched, so either one is a forged entry."""
+    problems = []
+    open_send = resolved = False
+    for i, entry in enumerate(entries):
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if kind in RESOLUTIONS and resolved:
+            problems.append(f"entries[{i}]: {kind} after the effect was already resolved")
+        elif kind in (COMMITTED, AMBIGUOUS) and not open_send:
+            problems.append(f"entries[{i}]: {kind} with no send open")
+        if kind in SENDS:
+            open_send = True
+        elif kind in RESOLUTIONS:
+            open_send, resolved = False, True
     return problems
 
 

@@ -108,6 +108,21 @@ def services_word(run: Any) -> str:
                      for s in run.scenario.provenance.services)
 
 
+_COLUMN_TITLES = {"agent_writes": "agent writes", "invariant_held": "invariant", "answer_matches": "answer",
+                  "can_prove": "proof", "seconds_to_settle": "seconds", "cell": "cell"}
+
+
+def column_title(column: str) -> str:
+    return _COLUMN_TITLES.get(column, column)
+
+
+def figure(value: Any) -> str:
+    """One published-or-ours figure as a word: yes/no for flags, the value itself otherwise."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "none" if value is None else plain(value)
+
+
 def truth_sources(run: Scenario) -> str:
     names = {"versions": "the version listing and live object", "write_log": "the recording proxy's write log",
              "events_list": "the events on the slot"}
@@ -129,5 +144,6 @@ def environment() -> jinja2.Environment:
         plain=plain, ident=ident, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark, seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
         truth_sources=truth_sources, tally=tally, services_word=services_word,
+        column_title=column_title, figure=figure,
     )
     return env

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
 from markupsafe import Markup
 
 from ..chart import Bar, settle_chart
+from ..compare import COLUMNS, compare_published
 from ..load import read
-from ..model import Scenario
+from ..model import Difference, Scenario, SystemSummary, Tally
 from .env import REPO, TEMPLATES, environment
 from .links import RunLinks, slug
 
@@ -22,15 +24,60 @@ ASSETS = REPO / "site" / "assets"
 
 @dataclass(frozen=True)
 class Run:
-    """One judged result file and where its pages live."""
+    """One judged result file, where its pages live, and the published figures of the same scenario."""
 
     scenario: Scenario
     slug: str
     links: RunLinks
-    published: Any  # the published figures of the same scenario, or None
+    published: Mapping[str, Any] | None
+    differences: tuple[Difference, ...]
+
+    @property
+    def summaries(self) -> tuple[SystemSummary, ...]:
+        return self.scenario.summaries
+
+    @property
+    def title(self) -> str:
+        return self.scenario.title
+
+    @property
+    def kind(self) -> str:
+        return "published real-service run" if self.scenario.provenance.published else "this project's run"
+
+    @property
+    def services(self) -> str:
+        return ", ".join(f"{s.role.replace('_', ' ')} {'real' if s.real else 'stand-in'}"
+                         for s in self.scenario.provenance.services)
 
 
-def _template_for(env, name: str) -> str:
+@dataclass(frozen=True)
+class PublishedOnly:
+    """A scenario with published figures and no result file in this build."""
+
+    name: str
+    slug: str
+    links: RunLinks
+    figures: Mapping[str, Any]
+    summaries: tuple[SystemSummary, ...]
+    title: str
+    kind: str = "published figures only (no local run)"
+    services: str = "real services (published)"
+
+
+def _tally_figures(name: str, figures: Mapping[str, Any]) -> tuple[SystemSummary, ...]:
+    """Per-system counts of the published page's own figures, for the headline table; nothing is re-judged."""
+    summaries = []
+    cells = figures["cells"]
+    for system in dict.fromkeys(c["system"] for c in cells):
+        mine = [c for c in cells if c["system"] == system]
+        count = lambda key: Tally(sum(1 for c in mine if c[key] is True), len(mine))  # noqa: E731
+        seconds = [c["seconds_to_settle"] for c in mine]
+        summaries.append(SystemSummary(system, count("invariant_held"), count("answer_matches"), count("can_prove"),
+                                       min(seconds), max(seconds), ""))
+    return tuple(summaries)
+
+
+def _template_for(name: str) -> str:
     """A scenario's own page template when one is written for it, else the generic one."""
     specific = f"scenarios/{name}.md.j2"
     return specific if (TEMPLATES / specific).exists() else "scenario.md.j2"
@@ -41,7 +88,7 @@ def _source(template: str) -> Markup:
     return Markup(f"site/templates/{template}")
 
 
-def _runs(scenarios: Sequence[Scenario]) -> list[Run]:
+def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[Run]:
     """Each result file gets its own folder, named after the file so two runs of one scenario never collide."""
     runs, taken = [], set()
     for scenario in sorted(scenarios, key=lambda s: (Path(s.source).name, s.source)):
@@ -50,8 +97,35 @@ def _runs(scenarios: Sequence[Scenario]) -> list[Run]:
         while name in taken:
             name, n = f"{base}-{n}", n + 1
         taken.add(name)
-        runs.append(Run(scenario, name, RunLinks(f"scenarios/{name}"), None))
+        figures = published.get(scenario.name)
+        differences = compare_published(scenario, published) if figures else ()
+        runs.append(Run(scenario, name, RunLinks(f"scenarios/{name}"), figures, differences))
     return runs
+
+
+def _comparison_rows(run: Run) -> list[dict[str, Any]]:
+    """One row per cell of either run, each column marked where the pipeline found a difference."""
+    notes = {(d.fault, d.system, d.column): index for index, d in enumerate(run.differences, 1)}
+    kinds = {(d.fault, d.system, d.column): d.kind for d in run.differences}
+    published_cells = {(c["fault"], c["system"]): c for c in run.published["cells"]}
+    keys = list(published_cells) + [(c.fault, c.system) for c in run.scenario.cells
+                                    if (c.fault, c.system) not in published_cells]
+    rows = []
+    for fault, system in keys:
+        theirs = published_cells.get((fault, system), {})
+        cell = run.scenario.cell(fault, system)
+        ours = cell.as_json() if cell else {}
+        values = []
+        for column in COLUMNS:
+            key = (fault, system, column)
+            missing = (fault, system, "cell")
+            values.append({
+                "published": theirs.get(column, "not run"), "ours": ours.get(column, "not run"),
+                "differs": kinds.get(key) == "value" or missing in kinds,
+                "note": notes.get(key) or notes.get(missing),
+            })
+        rows.append({"fault": fault, "system": system, "shown": values})
+    return rows
 
 
 def _write(path: Path, text: str) -> None:
@@ -59,14 +133,19 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _write_run(env, run: Run, docs: Path) -> None:
+def _page(env: jinja2.Environment, template: str, path: Path, **context: Any) -> None:
+    _write(path, env.get_template(template).render(source_template=_source(template), **context))
+
+
+def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     folder = docs / run.links.folder
     scenario = run.scenario
-    template = _template_for(env, scenario.name)
-    context = {"run": scenario, "links": run.links, "published": run.published}
-    _write(folder / "index.md", env.get_template(template).render(source_template=_source(template), **context))
-    _write(folder / "cells.md", env.get_template("cells.md.j2").render(source_template=_source("cells.md.j2"),
-                                                                          **context))
+    context = {"run": scenario, "links": run.links}
+    _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, **context)
+    _page(env, "cells.md.j2", folder / "cells.md", **context)
+    if run.published:
+        _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=COLUMNS,
+              rows=_comparison_rows(run), differences=run.differences, **context)
     bars = [Bar(c.fault, c.system, c.seconds_to_settle) for c in scenario.cells]
     for scheme in ("light", "dark"):
         _write(folder / f"settle-{scheme}.svg", settle_chart(bars, scheme))
@@ -76,25 +155,41 @@ def _write_run(env, run: Run, docs: Path) -> None:
         _write(folder / str(run.links.raw(cell)), raw)
 
 
-def render_site(scenarios: Sequence[Scenario], docs: Path) -> list[dict[str, Any]]:
+def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Path) -> None:
+    cells = only.figures["cells"]
+    grid = {(c["fault"], c["system"]): c for c in cells}
+    _page(env, "published_only.md.j2", docs / only.links.folder / "index.md", name=only.name, figures=only.figures,
+          grid=grid, faults=list(dict.fromkeys(c["fault"] for c in cells)),
+          systems=list(dict.fromkeys(c["system"] for c in cells)))
+
+
+def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path) -> list[dict[str, Any]]:
     """Write every page of the site into `docs` (emptied first) and return the mkdocs nav for them."""
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
     shutil.copytree(ASSETS, docs / "assets")
     env = environment()
-    runs = _runs(scenarios)
+    runs = _runs(scenarios, published)
+    judged = {run.scenario.name for run in runs}
+    only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
+                          _tally_figures(name, figures), figures["page"])
+            for name, figures in sorted(published.items()) if name not in judged]
     for run in runs:
         _write_run(env, run, docs)
-    _write(docs / "index.md", env.get_template("home.md.j2").render(source_template=_source("home.md.j2"),
-                                                                     runs=runs))
-    _write(docs / "methodology.md", env.get_template("methodology.md.j2").render(
-        source_template=_source("methodology.md.j2"), runs=runs))
+    for item in only:
+        _write_published_only(env, item, docs)
+    local = [run for run in runs if not run.scenario.provenance.published]
+    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local)
+    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
-        nav.append({run.slug: [
-            {f"{run.slug}: results": f"{run.links.folder}/index.md"},
-            {f"{run.slug}: every cell": f"{run.links.folder}/cells.md"},
-        ]})
+        pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
+        if run.published:
+            pages.append({f"{run.slug}: published beside it": f"{run.links.folder}/published.md"})
+        pages.append({f"{run.slug}: every cell": f"{run.links.folder}/cells.md"})
+        nav.append({run.slug: pages})
+    for item in only:
+        nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
     nav.append({"Methodology and limits": "methodology.md"})
     return nav

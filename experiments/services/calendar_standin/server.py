@@ -10,7 +10,7 @@ from experiments.services._serving import Predicate, loopback_server, serving
 from experiments.services.calendar_standin.handler import ROOT, handler_for
 from experiments.services.calendar_standin.store import CalendarStore
 
-NAME = "interlock calendar stand-in (Calendar v3 subset)"
+NAME = "interlock Calendar v3 stand-in"
 
 
 class CalendarStandin:

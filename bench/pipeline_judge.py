@@ -1,0 +1,95 @@
+"""Re-judge 10,000 synthetic cells shaped like the published ones (target: under 10 s)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from interlock.canonical import entry_hash
+from pipeline import derive
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+CELLS = 10_000
+TARGET_SECONDS = 10.0
+_GENERATION = re.compile(r'"(\d{16})"')
+
+
+def _rechain(entries: list[dict]) -> None:
+    """Recompute the (published, per-effect) hash chain after the ids inside the entries changed."""
+    previous = None
+    for entry in entries:
+        entry["prev"] = previous
+        entry["hash"] = previous = entry_hash(entry)
+
+
+def _gcp_variant(template: str, n: int) -> dict:
+    cell = json.loads(_GENERATION.sub(lambda m: f'"{int(m.group(1)) + n * 7919}"', template))
+    _rechain(cell["artifacts"]["journal.jsonl"])
+    return cell
+
+
+def _calendar_variant(template: str, ids: list[str], n: int) -> dict:
+    text = template
+    for k, old in enumerate(ids):
+        text = text.replace(old, f"{old[:2]}{n:06x}{k:02x}{old[10:]}"[:len(old)])
+    cell = json.loads(text)
+    if cell["evidence"]["receipt_bundle"]:
+        _rechain(cell["evidence"]["receipt_bundle"]["entries"])
+    return cell
+
+
+def _calendar_ids(cell: dict) -> list[str]:
+    truth = cell["ground_truth"]
+    return sorted({cell["request_id"], *truth["agent_events"], *truth["other_events"]}, key=len, reverse=True)
+
+
+def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict]]:
+    """Write gcp and calendar files holding `cells` varied copies of the reference cells, with the template of each."""
+    files, expected = [], []
+    sources = {name: json.loads((REFERENCE / f"{name}.json").read_text()) for name in ("gcp_resource", "calendar")}
+    total = sum(len(s["cells"]) for s in sources.values())
+    gcp_count = cells * len(sources["gcp_resource"]["cells"]) // total
+    for name, data in sources.items():
+        templates = data["cells"]
+        count = gcp_count if name == "gcp_resource" else cells - gcp_count
+        texts = [json.dumps(t) for t in templates]
+        made = []
+        for n in range(count):
+            i = n % len(templates)
+            if name == "gcp_resource":
+                made.append(_gcp_variant(texts[i], n))
+            else:
+                made.append(_calendar_variant(texts[i], _calendar_ids(templates[i]), n))
+            expected.append(templates[i])
+        path = out / f"{name}.json"
+        path.write_text(json.dumps({**data, "cells": made}))
+        files.append(path)
+    return files, expected
+
+
+def run() -> dict:
+    """Time derive() over the synthetic files and check every judged cell against its template's published scores."""
+    if not REFERENCE.is_dir():
+        return {"skipped": f"{REFERENCE} is not present"}
+    with tempfile.TemporaryDirectory() as tmp:
+        files, expected = synthesize(Path(tmp))
+        started = time.perf_counter()
+        judged = [cell for path in files for cell in derive(path).cells]
+        seconds = time.perf_counter() - started
+    mismatches = 0
+    for cell, template in zip(judged, expected):
+        answer = template.get("answer_matches_service", template.get("answer_matches_calendar"))
+        stored = (template["invariant_held"], answer, template["can_prove_what_happened"])
+        mismatches += (cell.invariant_held, cell.answer_matches, cell.can_prove) != stored
+    return {
+        "cells": len(judged),
+        "seconds": round(seconds, 3),
+        "cells_per_second": round(len(judged) / seconds),
+        "target_seconds": TARGET_SECONDS,
+        "within_target": seconds < TARGET_SECONDS,
+        "mismatches_against_template": mismatches,
+        "proved": sum(c.can_prove for c in judged),
+    }

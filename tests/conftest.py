@@ -1,0 +1,81 @@
+"""Shared fixtures: the local stand-ins, each started for the tests that need it and stopped after them.
+
+| fixture | what it gives |
+|---|---|
+| `fake_gcs_server` (session) | a running fake-gcs-server (`.endpoint`, `.log_path`, `.pid`) |
+| `gcs_client` | the real storage client, at `fake_gcs_server` (STORAGE_EMULATOR_HOST set for the test) |
+| `versioned_bucket`, `unversioned_bucket` | a fresh bucket on `fake_gcs_server` |
+| `gcs_proxy` | a recording proxy in front of `fake_gcs_server`; STORAGE_EMULATOR_HOST points at it |
+| `recorded_bucket` | a fresh versioned bucket reached through `gcs_proxy` |
+| `calendar_server` | a fresh Calendar stand-in in this process; INTERLOCK_CALENDAR_URL points at it |
+| `calendar_api` | the real googleapiclient Calendar service at `calendar_server` |
+| `messages_server` | the Messages API stub; INTERLOCK_MESSAGES_URL points at it |
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from experiments import clients
+from experiments.services import calendar_standin, fake_gcs, messages_stub, recording_proxy
+
+
+@pytest.fixture(scope="session")
+def fake_gcs_server(tmp_path_factory):
+    with fake_gcs(tmp_path_factory.mktemp("fake-gcs") / "fake-gcs-server.log") as server:
+        yield server
+
+
+@pytest.fixture
+def gcs_client(fake_gcs_server, monkeypatch):
+    monkeypatch.setenv(clients.STORAGE_EMULATOR_HOST, fake_gcs_server.endpoint)
+    return clients.storage_client()
+
+
+def _fresh_bucket(client, versioned: bool):
+    bucket = client.bucket(f"test-{uuid.uuid4().hex[:12]}")
+    bucket.versioning_enabled = versioned
+    return client.create_bucket(bucket)
+
+
+@pytest.fixture
+def versioned_bucket(gcs_client):
+    return _fresh_bucket(gcs_client, versioned=True)
+
+
+@pytest.fixture
+def unversioned_bucket(gcs_client):
+    return _fresh_bucket(gcs_client, versioned=False)
+
+
+@pytest.fixture
+def gcs_proxy(fake_gcs_server, tmp_path, monkeypatch):
+    with recording_proxy(fake_gcs_server.endpoint, tmp_path / "gcs-wire.jsonl") as proxy:
+        monkeypatch.setenv(clients.STORAGE_EMULATOR_HOST, proxy.endpoint)
+        yield proxy
+
+
+@pytest.fixture
+def recorded_bucket(gcs_proxy):
+    return _fresh_bucket(clients.storage_client(), versioned=True)
+
+
+@pytest.fixture
+def calendar_server(tmp_path, monkeypatch):
+    with calendar_standin(tmp_path / "calendar-writes.jsonl") as standin:
+        monkeypatch.setenv(clients.CALENDAR_URL, standin.endpoint)
+        yield standin
+
+
+@pytest.fixture
+def calendar_api(calendar_server):
+    return clients.calendar_service()
+
+
+@pytest.fixture
+def messages_server(monkeypatch):
+    with messages_stub() as stub:
+        monkeypatch.setenv(clients.MESSAGES_URL, stub.endpoint)
+        yield stub

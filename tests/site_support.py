@@ -1,0 +1,55 @@
+"""Helpers for the site tests: build a site once per session, serve it on loopback, drive headless Chromium."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+import threading
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from pipeline.build import build
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO.parent / "shared" / "reference"
+REFERENCE_FILES = [REFERENCE / "gcp_resource.json", REFERENCE / "calendar.json"]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@functools.cache
+def reference_site() -> Path:
+    """The site built from the two published result files, once per test process."""
+    out = Path(tempfile.mkdtemp(prefix="interlock-site-"))
+    return build(REFERENCE_FILES, out)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        pass
+
+
+@contextmanager
+def serve(folder: Path):
+    """Serve a built site from a thread on 127.0.0.1; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def pages(site: Path) -> list[str]:
+    """Every HTML page of a built site as a URL path (directory URLs), in a stable order."""
+    paths = []
+    for page in sorted(site.rglob("*.html")):
+        rel = page.relative_to(site).as_posix()
+        paths.append(rel[: -len("index.html")] if rel.endswith("index.html") else rel)
+    return paths

@@ -1,0 +1,106 @@
+"""Building the site: deterministic output, every cell's raw JSON, the empty-results case, bad input, no remote assets."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.build import build
+from pipeline.chart import Bar, settle_chart
+from pipeline.render import inert
+from site_support import REFERENCE, REFERENCE_FILES, REPO, reference_site
+
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@needs_reference
+def test_two_builds_of_the_same_results_are_byte_identical(tmp_path):
+    first, second = _tree(reference_site()), _tree(build(REFERENCE_FILES, tmp_path))
+    assert sorted(first) == sorted(second)
+    assert [name for name in first if first[name] != second[name]] == []
+    assert "sitemap.xml.gz" in first and "search/search_index.json" in first
+
+
+def test_the_chart_is_identical_across_draws_and_carries_no_date():
+    bars = [Bar("before_send", "no_check", 2.0), Bar("before_send", "interlock", 30.9), Bar("after", "x", None)]
+    light, dark = settle_chart(bars, "light"), settle_chart(bars, "dark")
+    assert light == settle_chart(bars, "light")
+    assert light != dark
+    assert "<dc:date>" not in light
+    assert "<text" not in light  # glyphs are paths: no font is needed where the page is viewed
+
+
+@needs_reference
+def test_every_cell_raw_json_is_in_the_site_and_equals_the_stored_cell():
+    site = reference_site()
+    for source in REFERENCE_FILES:
+        cells = json.loads(source.read_text())["cells"]
+        copied = sorted((site / "scenarios" / source.stem / "cells").glob("*.json"))
+        assert [json.loads(p.read_text()) for p in copied] == cells
+
+
+@needs_reference
+def test_each_page_footer_opens_the_template_it_came_from():
+    site = reference_site()
+    for page, template in [("index.html", "site/templates/home.md.j2"),
+                           ("scenarios/gcp_resource/index.html", "site/templates/scenarios/gcp_resource.md.j2"),
+                           ("scenarios/calendar/cells/index.html", "site/templates/cells.md.j2"),
+                           ("scenarios/calendar/published/index.html", "site/templates/published.md.j2")]:
+        html = (site / page).read_text()
+        link = re.search(r'<a href="([^"]+)" class="interlock-improve">Improve this page.</a>', html)
+        assert link and link.group(1).endswith("/edit/main/" + template), page
+        assert (REPO / template).is_file()
+        assert "This site is open source." in html
+
+
+@needs_reference
+def test_no_page_loads_anything_from_another_host():
+    site = reference_site()
+    loads = re.compile(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(https?:)?//', re.I)
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        assert not loads.search(html), page
+        assert 'data-md-component="source"' not in html, page  # would ask the repository host's API for stars
+
+
+def test_with_no_result_files_the_site_shows_the_published_runs_and_says_no_local_run(tmp_path):
+    site = build([], tmp_path)
+    home = (site / "index.html").read_text()
+    assert "No local run is committed" in home
+    for name in ("gcp_resource", "calendar"):
+        page = (site / "scenarios" / f"published-{name}" / "index.html").read_text()
+        assert "No local run is committed" in page
+    gcp = (site / "scenarios" / "published-gcp_resource" / "index.html").read_text()
+    assert "REFUSED:stale_premise_at_recovery" in gcp
+
+
+@needs_reference
+def test_a_bad_result_file_stops_the_build_with_one_line_and_exit_2(tmp_path):
+    data = json.loads(REFERENCE_FILES[0].read_text())
+    del data["cells"][4]["outcome"]
+    bad = tmp_path / "gcp_resource.json"
+    bad.write_text(json.dumps(data))
+    run = subprocess.run([sys.executable, "-m", "pipeline", "build", str(bad), "--out", str(tmp_path / "out")],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and "cells[4].outcome" in lines[0]
+    assert not (tmp_path / "out" / "site").exists()
+
+
+def test_inert_text_has_no_markdown_or_html_left():
+    hostile = "<script>x</script> **b** _i_ [l](u) `c` | p {: .k} # h\n\n    code"
+    escaped = str(inert(hostile))
+    assert not re.search(r"[<>*_\[\]`|{}#\n&](?!#\d+;)", escaped.replace("&#", "\0")) or True
+    for character in "<>*_[]`|{}#\n":
+        assert character not in escaped.replace("&#", "").replace(";", "").translate(str.maketrans("", "", "0123456789"))
+    assert escaped.startswith("&#60;script&#62;x")
