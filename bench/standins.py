@@ -1,14 +1,19 @@
-"""Per-request latency of the offline stand-ins through the real clients, so experiment timings can be read."""
+"""Per-request latency of the offline stand-ins through the real clients, so experiment timings can be read.
+
+The services are the ones offline experiments get (experiments.live.services(False)): GCS requests go through
+the recording proxy in front of fake-gcs-server, Calendar requests to the stand-in served in this process.
+"""
 
 from __future__ import annotations
 
-import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from experiments import clients
-from experiments.services import calendar_standin, fake_gcs
+from experiments.live import services
 
 REQUESTS = 100
 WARMUP = 5
@@ -65,16 +70,6 @@ def _calendar() -> dict:
 
 def run() -> dict:
     """Median milliseconds per request: GCS upload and version listing, Calendar insert and events.list."""
-    saved = {name: os.environ.get(name) for name in (clients.STORAGE_EMULATOR_HOST, clients.CALENDAR_URL)}
-    try:
-        with fake_gcs() as store, calendar_standin() as calendar:
-            os.environ[clients.STORAGE_EMULATOR_HOST] = store.endpoint
-            os.environ[clients.CALENDAR_URL] = calendar.endpoint
-            numbers = {**_gcs(), **_calendar()}
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with tempfile.TemporaryDirectory() as work_dir, services(live=False, work_dir=Path(work_dir)):
+        numbers = {**_gcs(), **_calendar()}
     return {**numbers, "requests_per_measure": REQUESTS, "clients": "google-cloud-storage, google-api-python-client"}

@@ -164,6 +164,7 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
     """A journal the gate writes here, holding every way an effect ends: committed, refused at submit, committed
     after a lost answer (found by lookup, retried on a deduping target), ambiguous on a blind target, and a dispatch
     left open then settled later, so effects interleave in the chain."""
+    directory.mkdir(parents=True, exist_ok=True)
     journal = Journal(directory / "journal.jsonl")
     store: dict[str, Any] = {}
     lookup_up = {"on": True}
@@ -253,9 +254,12 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
         sibling["hash"] = entry_hash(sibling)
         yield Mutant("forked_chain", original, f"entries[{i}]", entries[: i + 1] + [sibling] + entries[i + 1:])
     if original.scope == "bundle":
-        forged = forged_committed(entries)
-        expect = UNDETECTABLE if not original.chained or _open_send(entries) else FLAG
-        yield Mutant("forged_committed", original, "appended", entries + [forged], expect)
+        for k in range(1, n + 1):  # onto the whole chain, and onto each send as a crash would have left it
+            if k == n or entries[k - 1].get("kind") in SENDS:
+                head = entries[:k]
+                expect = UNDETECTABLE if not original.chained or _open_send(head) else FLAG
+                yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
+                             head + [forged_committed(head)], expect)
         yield Mutant("other_key", original, "signature", list(entries),
                      foreign=sign(keys.stranger, bundle_statement(_effect_id(original), entries)))
     else:
@@ -414,7 +418,7 @@ while True:
 """
 
 
-def sigkill_mid_append(directory: Path, runs: int = 5, entry_bytes: int = 4_000_000) -> dict[str, Any]:
+def sigkill_mid_append(directory: Path, runs: int = 8, entry_bytes: int = 16_000_000) -> dict[str, Any]:
     """SIGKILL a real process while it appends multi-megabyte entries, then open the journal: whatever the kill
     cut, every complete entry is kept and the journal verifies."""
     torn_runs = broken = 0
@@ -466,16 +470,28 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
     }
 
 
+def write_json(path: Path, obj: Any) -> None:
+    """Write atomically (tmp + rename), so a reader never sees half a summary."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the corpus, check it and write the summary; exit 1 if verify missed a mutant it must catch."""
     parser = argparse.ArgumentParser(prog="python -m experiments.tamper", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"summary file (default {OUT.relative_to(REPO)})")
     args = parser.parse_args(argv)
+    if args.out.is_dir():
+        print(f"{args.out}: is a directory, not a summary file", file=sys.stderr)
+        return 2
     result = summary(all_originals())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.replace(args.out)
+    try:
+        write_json(args.out, result)
+    except OSError as exc:
+        print(f"{args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     totals = result["totals"]
     print(f"{totals['generated']} mutants of {len(result['sources'])} journals: {totals['flagged_unsigned']} flagged "
           f"unsigned, {totals['flagged_signed']} signed, {totals['documented_undetectable_unsigned']} documented "

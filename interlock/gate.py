@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from . import killpoints, outcomes
 from .canonical import digest
-from .claims import Claim, FileClaims
+from .backends import ClaimLike, ClaimLost, ClaimsLike, GuardFailed, JournalLike
+from .claims import FileClaims
 from .effects import Effect, Outcome
 from .journal import EffectRecord, Journal
 from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
-from .leases import check
+from .leases import check, passed
 from .premises import NOT_SET, violations
 from .recovery import recover_effect, refuse
 from .targets.base import Rejected, Target
@@ -22,19 +23,25 @@ class Gate:
 
     `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
     recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
+    A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
+    claims (see `interlock.backends.open_journal`).
     """
 
     def __init__(
         self,
-        journal: Journal | str | os.PathLike[str],
+        journal: JournalLike | str | os.PathLike[str],
         target: Target,
         *,
-        claims: FileClaims | None = None,
+        claims: ClaimsLike | None = None,
         claim_wait: float = 10.0,
     ):
-        self.journal = journal if isinstance(journal, Journal) else Journal(journal)
+        self.journal = Journal(journal) if isinstance(journal, (str, os.PathLike)) else journal
         self.target = target
-        self.claims = claims or FileClaims(f"{self.journal.path}.claims")
+        if claims is None:
+            if not isinstance(self.journal, Journal):
+                raise TypeError("pass claims= with a journal that is not a JSONL file")
+            claims = FileClaims(f"{self.journal.path}.claims")
+        self.claims = claims
         self.claim_wait = claim_wait
 
     def submit(self, effect: Effect) -> Outcome:
@@ -45,18 +52,25 @@ class Gate:
         if claim is None:
             return Outcome(outcomes.IN_FLIGHT, eid)
         with claim:
-            self.journal.refresh()
-            record = self.journal.effect(eid)
-            if record is None:
-                self._propose(effect, payload_hash)
-                killpoints.reach(killpoints.AFTER_PROPOSED)
-            elif record.payload_hash != payload_hash:
-                return Outcome(outcomes.refused("conflicting_payload"), eid)
-            elif record.resolution is not None:
-                return recorded_outcome(record)
-            elif record.open_dispatch:
-                return recover_effect(self.journal, self.target, effect, claim)
-            return self._dispatch(effect, claim)
+            try:
+                return self._submit_claimed(effect, payload_hash, claim)
+            except ClaimLost:  # paused past the lease: the new owner settles the effect; this process stops
+                return Outcome(outcomes.IN_FLIGHT, eid)
+
+    def _submit_claimed(self, effect: Effect, payload_hash: str, claim: ClaimLike) -> Outcome:
+        eid = effect.effect_id
+        self.journal.refresh()
+        record = self.journal.effect(eid)
+        if record is None:
+            self._propose(effect, payload_hash)
+            killpoints.reach(killpoints.AFTER_PROPOSED)
+        elif record.payload_hash != payload_hash:
+            return Outcome(outcomes.refused("conflicting_payload"), eid)
+        elif record.resolution is not None:
+            return recorded_outcome(record)
+        elif record.open_dispatch:
+            return recover_effect(self.journal, self.target, effect, claim)
+        return self._dispatch(effect, claim)
 
     def recover(self, effect: Effect) -> Outcome:
         """Settle one effect a crashed worker may have left open; report IN_FLIGHT if its sender is alive."""
@@ -70,7 +84,10 @@ class Gate:
             if record is None:
                 raise KeyError(f"effect {eid} is not in {self.journal.path}")
             if record.open_dispatch:
-                return recover_effect(self.journal, self.target, effect, claim)
+                try:
+                    return recover_effect(self.journal, self.target, effect, claim)
+                except ClaimLost:
+                    return Outcome(outcomes.IN_FLIGHT, eid)
             if record.resolution is not None:
                 return recorded_outcome(record)
         return self.submit(effect)
@@ -87,19 +104,27 @@ class Gate:
             "payload_hash": payload_hash,
         })
 
-    def _dispatch(self, effect: Effect, claim: Claim) -> Outcome:
+    def _dispatch(self, effect: Effect, claim: ClaimLike) -> Outcome:
         eid = effect.effect_id
         decided = proposal(self.journal, eid)["premises"]
-        checks = check(effect.lease, lambda: violations(effect.premises, decided, eid))
+
+        def recheck() -> dict[str, Any]:
+            return check(effect.lease, lambda: violations(effect.premises, decided, eid))
+
+        checks = recheck()
         if not checks["lease_live"]:
             return refuse(self.journal, eid, "lease", "lease not live", resolves=False, checks=checks)
         self.journal.append(AUTHORIZED, eid, {"lease": checks["lease"]})
         if checks["violations"]:
             return refuse(self.journal, eid, "stale_premise", checks["violations"], resolves=False, checks=checks)
-        self.journal.append(DISPATCHED, eid, {
+        moved = self._journal_dispatch(eid, {
             "effect": effect.payload, "lease": checks["lease"], "premises": decided, "checks": checks,
             "epoch": claim.epoch,
-        })
+        }, recheck)
+        if moved is not None:
+            code = "lease" if not moved["lease_live"] else "stale_premise"
+            return refuse(self.journal, eid, code, moved.get("violations") or "lease not live", resolves=False,
+                          checks=moved)
         killpoints.reach(killpoints.BEFORE_SEND)
         try:
             result = self.target.apply(eid, effect.payload)
@@ -113,7 +138,29 @@ class Gate:
         return Outcome(outcomes.COMMITTED, eid, result)
 
 
-def proposal(journal: Journal, effect_id: str) -> dict[str, Any]:
+    def _journal_dispatch(self, eid: str, data: dict[str, Any],
+                          recheck: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """Write DISPATCHED. A journal in a database re-runs the check inside the write's own transaction, so a
+        lease or premise kept in that database cannot move between check and dispatch; returns that check when
+        it failed (nothing written), else None."""
+        append_dispatch = getattr(self.journal, "append_dispatch", None)
+        if append_dispatch is None:
+            self.journal.append(DISPATCHED, eid, data)
+            return None
+        seen: dict[str, Any] = {}
+
+        def holds() -> list[str]:
+            seen.update(recheck())
+            return [] if passed(seen) else (seen.get("violations") or ["lease not live"])
+
+        try:
+            append_dispatch(eid, data, [holds])
+        except GuardFailed:
+            return seen
+        return None
+
+
+def proposal(journal: JournalLike, effect_id: str) -> dict[str, Any]:
     """The PROPOSED entry of an effect: the payload and the premises as decided."""
     return next(e for e in journal.entries(effect_id) if e["kind"] == PROPOSED)
 

@@ -32,6 +32,42 @@ class EffectRecord:
     open_dispatch: bool = False
     resolution: dict[str, Any] | None = None
 
+    def add(self, entry: dict[str, Any], position: int) -> None:
+        """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
+        kind = entry["kind"]
+        self.offsets.append(position)
+        self.kinds.append(kind)
+        self.last_hash = entry["hash"]
+        if kind == PROPOSED:
+            self.payload_hash = entry.get("payload_hash")
+        elif kind in SENDS:
+            self.open_dispatch = True
+        elif kind in RESOLUTIONS:
+            self.open_dispatch = False
+            self.resolution = entry
+
+
+def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
+         record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
+    """The next entry, linked and hashed; a resolution that comes late (the effect is already resolved, or the
+    writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown journal kind {kind!r}")
+    if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):
+        data = {"late_kind": kind, **data}
+        kind = LATE_RESULT
+    entry: dict[str, Any] = {"seq": seq, "ts": time.time(), "kind": kind, "effect_id": effect_id}
+    entry.update(data)
+    entry["prev"] = prev
+    entry["effect_prev"] = record.last_hash if record else None
+    entry["hash"] = entry_hash(json.loads(json.dumps(entry)))
+    return entry
+
+
+def encode(entry: dict[str, Any]) -> bytes:
+    """One journal line, exactly as every backend stores it."""
+    return (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+
 
 class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
@@ -50,8 +86,11 @@ class Journal:
         self._seq = -1
         self._last: str | None = None
         self._effects: dict[str, EffectRecord] = {}
-        with self._locked():
-            pass
+        try:
+            self.refresh()
+        except BaseException:
+            os.close(self._fd)
+            raise
 
     def close(self) -> None:
         """Release the file descriptor."""
@@ -92,19 +131,10 @@ class Journal:
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution.
         """
-        if kind not in KINDS:
-            raise ValueError(f"unknown journal kind {kind!r}")
         with self._locked():
-            record = self._effects.get(effect_id)
-            if kind in RESOLUTIONS and record is not None and record.resolution is not None:
-                data = {"late_kind": kind, **data}
-                kind = LATE_RESULT
-            entry: dict[str, Any] = {"seq": self._seq + 1, "ts": time.time(), "kind": kind, "effect_id": effect_id}
-            entry.update(data)
-            entry["prev"] = self._last
-            entry["effect_prev"] = record.last_hash if record else None
-            entry["hash"] = entry_hash(json.loads(json.dumps(entry)))
-            line = (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+            entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last,
+                         record=self._effects.get(effect_id))
+            line = encode(entry)
             offset = os.lseek(self._fd, 0, os.SEEK_END)
             os.write(self._fd, line)
             os.fsync(self._fd)
@@ -139,16 +169,16 @@ class Journal:
         size = os.fstat(self._fd).st_size
         if size == self._offset:
             return
+        if size < self._offset:
+            raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
         chunk = os.pread(self._fd, size - self._offset, self._offset)
         end = chunk.rfind(b"\n") + 1
         if end < len(chunk):
             self._set_aside_torn(chunk[end:], self._offset + end)
-        position = self._offset
-        for raw in chunk[:end].splitlines(keepends=True):
+        for raw in chunk[:end].split(b"\n")[:-1]:
+            self._index(self._parse(raw), self._offset)
             self._line += 1
-            self._index(self._parse(raw), position)
-            position += len(raw)
-        self._offset = position
+            self._offset += len(raw) + 1
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
@@ -160,7 +190,7 @@ class Journal:
         self.torn.append(tail.decode("utf-8", "replace"))
 
     def _parse(self, raw: bytes) -> dict[str, Any]:
-        where = f"{self.path}:{self._line}"
+        where = f"{self.path}:{self._line + 1}"
         try:
             entry = json.loads(raw)
         except ValueError as exc:
@@ -188,17 +218,7 @@ class Journal:
         record = self._effects.get(eid)
         if record is None:
             record = self._effects[eid] = EffectRecord(eid)
-        kind = entry["kind"]
-        record.offsets.append(offset)
-        record.kinds.append(kind)
-        record.last_hash = entry["hash"]
-        if kind == PROPOSED:
-            record.payload_hash = entry.get("payload_hash")
-        elif kind in SENDS:
-            record.open_dispatch = True
-        elif kind in RESOLUTIONS:
-            record.open_dispatch = False
-            record.resolution = entry
+        record.add(entry, offset)
         self._seq = entry["seq"]
         self._last = entry["hash"]
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from . import killpoints, outcomes
-from .claims import Claim
+from .backends import ClaimLike, JournalLike
 from .effects import Effect, Outcome
-from .journal import Journal
 from .kinds import AMBIGUOUS, COMMITTED, PROPOSED, REDISPATCHED, REFUSED
 from .leases import check, passed
 from .premises import violations
 from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target
 
 
-def recover_effect(journal: Journal, target: Target, effect: Effect, claim: Claim) -> Outcome:
+def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike) -> Outcome:
     """Re-check lease and premises, look the effect up, and resend only where that cannot duplicate it.
 
     Tier 1 resends when the re-check passes (the service dedupes); otherwise, and always on tier 2, the
     lookup decides: found means it landed; not found and still valid means tier 2 resends with the
-    service's own precondition; tier 3 never resends and records AMBIGUOUS. The caller holds the claim.
+    service's own precondition. Without a lookup a failed re-check cannot say whether the first send landed,
+    and tier 3 never resends: both record AMBIGUOUS. The caller holds the claim.
     """
     eid = effect.effect_id
     decided = next(e for e in journal.entries(eid) if e["kind"] == PROPOSED)["premises"]
@@ -37,16 +37,17 @@ def recover_effect(journal: Journal, target: Target, effect: Effect, claim: Clai
                                             "epoch": claim.epoch})
             return Outcome(outcomes.COMMITTED_ON_QUERY, eid, found, rechecked)
     if not valid:
+        if not target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
+            return _ambiguous(journal, eid, "the re-check failed and there is no lookup: whether the send landed "
+                              "is unknown", rechecked, claim)
         code = "lease_at_recovery" if not rechecked["lease_live"] else "stale_premise_at_recovery"
         return _refuse_at_recovery(journal, eid, code, rechecked, claim)
     if target.tier == TIER_BLIND:
-        journal.append(AMBIGUOUS, eid, {"reason": "no dedupe and no lookup: whether the send landed is unknown",
-                                        "rechecked": rechecked, "epoch": claim.epoch})
-        return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
+        return _ambiguous(journal, eid, "no dedupe and no lookup: whether the send landed is unknown", rechecked, claim)
     return _resend(journal, target, effect, claim, rechecked, "recovery-reapply", outcomes.REAPPLIED_AFTER_QUERY)
 
 
-def _resend(journal: Journal, target: Target, effect: Effect, claim: Claim, rechecked: dict[str, Any],
+def _resend(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, rechecked: dict[str, Any],
             via: str, status: str) -> Outcome:
     eid = effect.effect_id
     journal.append(REDISPATCHED, eid, {"via": via, "rechecked": rechecked, "epoch": claim.epoch})
@@ -63,13 +64,18 @@ def _resend(journal: Journal, target: Target, effect: Effect, claim: Claim, rech
     return Outcome(status, eid, result, rechecked)
 
 
-def refuse(journal: Journal, eid: str, code: str, reason: Any, **data: Any) -> Outcome:
+def _ambiguous(journal: JournalLike, eid: str, reason: str, rechecked: dict[str, Any], claim: ClaimLike) -> Outcome:
+    journal.append(AMBIGUOUS, eid, {"reason": reason, "rechecked": rechecked, "epoch": claim.epoch})
+    return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
+
+
+def refuse(journal: JournalLike, eid: str, code: str, reason: Any, **data: Any) -> Outcome:
     """Journal a refusal with its machine-readable code and return the matching outcome."""
     journal.append(REFUSED, eid, {"code": code, "reason": reason, **data})
     return Outcome(outcomes.refused(code), eid, rechecked=data.get("rechecked", data.get("checks")))
 
 
-def _refuse_at_recovery(journal: Journal, eid: str, code: str, rechecked: dict[str, Any], claim: Claim,
+def _refuse_at_recovery(journal: JournalLike, eid: str, code: str, rechecked: dict[str, Any], claim: ClaimLike,
                         detail: str | None = None) -> Outcome:
     reason = detail or code.replace("_at_", " at ")
     return refuse(journal, eid, code, reason, resolves=True, rechecked=rechecked, epoch=claim.epoch)

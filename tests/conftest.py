@@ -10,6 +10,8 @@
 | `calendar_server` | a fresh Calendar stand-in in this process; INTERLOCK_CALENDAR_URL points at it |
 | `calendar_api` | the real googleapiclient Calendar service at `calendar_server` |
 | `messages_server` | the Messages API stub; INTERLOCK_MESSAGES_URL points at it |
+
+The cloud clients are imported inside the fixtures, so test files that use none of them do not pay for the import.
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ import uuid
 
 import pytest
 
-from experiments import clients
-from experiments.services import calendar_standin, fake_gcs, messages_stub, recording_proxy
-
 
 @pytest.fixture(scope="session")
 def fake_gcs_server(tmp_path_factory):
+    from experiments.services import fake_gcs
+
     with fake_gcs(tmp_path_factory.mktemp("fake-gcs") / "fake-gcs-server.log") as server:
         yield server
 
 
 @pytest.fixture
 def gcs_client(fake_gcs_server, monkeypatch):
+    from experiments import clients
+
     monkeypatch.setenv(clients.STORAGE_EMULATOR_HOST, fake_gcs_server.endpoint)
     return clients.storage_client()
 
@@ -52,6 +55,9 @@ def unversioned_bucket(gcs_client):
 
 @pytest.fixture
 def gcs_proxy(fake_gcs_server, tmp_path, monkeypatch):
+    from experiments import clients
+    from experiments.services import recording_proxy
+
     with recording_proxy(fake_gcs_server.endpoint, tmp_path / "gcs-wire.jsonl") as proxy:
         monkeypatch.setenv(clients.STORAGE_EMULATOR_HOST, proxy.endpoint)
         yield proxy
@@ -59,11 +65,16 @@ def gcs_proxy(fake_gcs_server, tmp_path, monkeypatch):
 
 @pytest.fixture
 def recorded_bucket(gcs_proxy):
+    from experiments import clients
+
     return _fresh_bucket(clients.storage_client(), versioned=True)
 
 
 @pytest.fixture
 def calendar_server(tmp_path, monkeypatch):
+    from experiments import clients
+    from experiments.services import calendar_standin
+
     with calendar_standin(tmp_path / "calendar-writes.jsonl") as standin:
         monkeypatch.setenv(clients.CALENDAR_URL, standin.endpoint)
         yield standin
@@ -71,11 +82,16 @@ def calendar_server(tmp_path, monkeypatch):
 
 @pytest.fixture
 def calendar_api(calendar_server):
+    from experiments import clients
+
     return clients.calendar_service()
 
 
 @pytest.fixture
 def messages_server(monkeypatch):
+    from experiments import clients
+    from experiments.services import messages_stub
+
     with messages_stub() as stub:
         monkeypatch.setenv(clients.MESSAGES_URL, stub.endpoint)
         yield stub

@@ -77,7 +77,6 @@ def fake_gcs(log_path: Path | None = None) -> Iterator[FakeGcs]:
         "-backend", "memory",
         "-public-host", f"127.0.0.1:{port}",
         "-external-url", endpoint,
-        "-log-level", "warn",
     ]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -66,7 +66,7 @@ class RecordingProxy:
         return entry
 
 
-def describe(method: str, target: str, status: int, headers: http.client.HTTPMessage, body: bytes) -> dict:
+def _describe(method: str, target: str, status: int, headers: http.client.HTTPMessage, body: bytes) -> dict:
     """The log fields of one exchange: what was asked, and which object version the answer names."""
     split = urllib.parse.urlsplit(target)
     query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
@@ -121,7 +121,7 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
                 body = answer.read()
             finally:
                 upstream.close()
-            entry = proxy.record(describe(self.command, self.path, answer.status, answer.headers, body))
+            entry = proxy.record(_describe(self.command, self.path, answer.status, answer.headers, body))
             if entry["cut"]:
                 reset_connection(self)
                 return

@@ -43,8 +43,11 @@ class GcsObjectTarget:
         return str(blob.generation)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> str | None:
-        """The generation this effect wrote, found in the version listing by its effect-id metadata."""
-        for blob in self.bucket.list_blobs(prefix=self.object_name, versions=True):
+        """The generation this effect wrote, found in the version listing by its effect-id metadata.
+
+        `versions` goes as the string "true": Cloud Storage accepts it, and fake-gcs-server ignores a boolean.
+        """
+        for blob in self.bucket.list_blobs(prefix=self.object_name, versions="true"):
             if blob.name == self.object_name and (blob.metadata or {}).get(EFFECT_ID_KEY) == effect_id:
                 return str(blob.generation)
         return None

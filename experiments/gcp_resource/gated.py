@@ -1,0 +1,70 @@
+"""The gate's column: Interlock over the object as a tier-2 target, the generation read as the premise, the open
+incident as the lease. `interlock_ttl` is the same gate with claim liveness detection off: the restart worker
+waits out a 30 s claim TTL before it may claim, which reproduces the published timing (this wait lives here, in
+the experiment's worker, not in the library)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from google.cloud import storage
+
+from interlock import Effect, Gate
+from interlock.receipts import bundle
+from interlock.targets.gcs import EFFECT_ID_KEY, GcsObjectTarget, generation_premise
+
+from experiments.gcp_resource.case import (AGENT, AGENT_WRITER, INCIDENT_FILE, JOURNAL_FILE, WRITER_KEY,
+                                           IncidentLease, effect_key)
+from experiments.gcp_resource.faults import CLAIM_TTL_SECONDS
+from experiments.gcp_resource.scoring import journal_kinds, receipt_summary
+
+INTERLOCK, INTERLOCK_TTL = "interlock", "interlock_ttl"
+CLAIM_WAIT_SECONDS = 10.0
+
+
+class ListingTarget(GcsObjectTarget):
+    """GcsObjectTarget whose lookup lists versions with the string "true".
+
+    The library's lookup passes versions=True, which the client sends as "True"; fake-gcs-server 1.54 reads only
+    "true" and then lists the live generation alone, so a replaced write would be missed on the stand-in. Remove
+    this class once interlock/targets/gcs.py passes the string itself.
+    """
+
+    def lookup(self, effect_id: str, payload: dict[str, Any]) -> str | None:
+        """The generation this effect wrote, found in the full version listing by its effect-id metadata."""
+        for blob in self.bucket.list_blobs(prefix=self.object_name, versions="true"):
+            if blob.name == self.object_name and (blob.metadata or {}).get(EFFECT_ID_KEY) == effect_id:
+                return str(blob.generation)
+        return None
+
+
+def submit(system: str, phase: str, case_dir: Path, client: storage.Client, case: dict[str, Any],
+           decision: dict[str, Any], body: str) -> tuple[str, dict[str, Any]]:
+    """Submit the decided rollback; a restarted worker submits the same effect and the gate settles it."""
+    bucket, name = case["bucket"], case["object"]
+    generation = decision["generation"]
+    effect = Effect(
+        key=effect_key(bucket, name),
+        payload={"bucket": bucket, "object": name, "to_version": decision["to_version"], "body": body,
+                 "if_generation_match": generation},
+        premises=[generation_premise(client, bucket, name, decided=generation)],
+        lease=IncidentLease(case_dir / INCIDENT_FILE),
+        agent=AGENT,
+    )
+    gate = Gate(case_dir / JOURNAL_FILE, ListingTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}),
+                claim_wait=CLAIM_WAIT_SECONDS)
+    if system == INTERLOCK_TTL and phase == "restart":
+        _wait_out_claim_ttl(gate, effect.effect_id)
+    outcome = gate.submit(effect)
+    entries = bundle(gate.journal, effect.effect_id)["entries"]
+    return outcome.status, {"effect_id": effect.effect_id, "journal": journal_kinds(entries),
+                            "receipt": receipt_summary(entries, effect.effect_id)}
+
+
+def _wait_out_claim_ttl(gate: Gate, effect_id: str) -> None:
+    """Without liveness detection a dead owner's claim looks held until its TTL runs out from when it was taken."""
+    owner = gate.claims.owner(effect_id)
+    if owner and isinstance(owner.get("since"), (int, float)):
+        time.sleep(max(0.0, owner["since"] + CLAIM_TTL_SECONDS - time.time()))

@@ -1,0 +1,207 @@
+"""The journal: one chain across all effects, O(1) appends, shared by processes, strict about damage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlock import FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
+from interlock.canonical import entry_hash
+from interlock.effects import Effect
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fill(path: Path, effects: int = 3) -> None:
+    """A small journal: a proposal and a commit for each effect."""
+    with Journal(path) as journal:
+        for n in range(effects):
+            journal.append("PROPOSED", f"{n:012x}", {"agent": "a", "payload_hash": "h"})
+            journal.append("COMMITTED", f"{n:012x}", {"via": "send", "result": n})
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def rewrite(path: Path, entries: list[dict]) -> None:
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
+def bytes_read() -> int:
+    """Bytes this process has read through read(2)/pread(2) so far, as the kernel counts them."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_entries_chain_across_effects_and_within_each_effect(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path)
+    entries = lines(path)
+    assert [e["seq"] for e in entries] == list(range(6))
+    assert [e["prev"] for e in entries] == [None] + [e["hash"] for e in entries[:-1]]
+    assert entries[3]["effect_prev"] == entries[2]["hash"] and entries[2]["effect_prev"] is None
+    assert all(entry_hash(e) == e["hash"] for e in entries)
+    assert verify_journal(entries)["valid"]
+
+
+def test_an_append_reads_nothing_it_has_already_seen(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        for n in range(3000):
+            journal.append("PROPOSED", f"{n % 50:012x}", {"agent": "a", "note": "x" * 100})
+        size = path.stat().st_size
+        before = bytes_read()
+        for n in range(20):
+            journal.append("AUTHORIZED", f"{n:012x}", {"lease": None})
+        read = bytes_read() - before
+    assert read < 20 * 512, f"20 appends to a {size}-byte journal read {read} bytes"
+
+
+def test_an_append_catches_up_only_on_what_others_added(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path, effects=200)
+    mine, other = Journal(path), Journal(path)
+    try:
+        other.append("PROPOSED", "f" * 12, {"agent": "b"})
+        before = bytes_read()
+        entry = mine.append("AUTHORIZED", "f" * 12, {"lease": None})
+        read = bytes_read() - before
+        assert entry["seq"] == 401 and entry["effect_prev"] == other.effect("f" * 12).last_hash
+        assert read < 1024, read
+    finally:
+        mine.close()
+        other.close()
+
+
+APPENDER = """
+import sys
+from interlock import Journal
+with Journal(sys.argv[1]) as journal:
+    for n in range(int(sys.argv[3])):
+        journal.append("PROPOSED", sys.argv[2] + f"{n:06x}", {"agent": sys.argv[2]})
+"""
+
+
+def test_processes_appending_at_once_produce_one_valid_chain(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), f"{p:06x}", "60"], cwd=ROOT)
+             for p in range(4)]
+    assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
+    entries = lines(path)
+    assert len(entries) == 240 and len({e["effect_id"] for e in entries}) == 240
+    result = verify_journal(entries)
+    assert result["valid"], result["problems"][:3]
+    with Journal(path) as journal:
+        assert len(journal) == 240
+
+
+def test_a_torn_last_line_is_set_aside_and_every_complete_entry_kept(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path)
+    torn = b'{"seq":6,"ts":1.5,"kind":"PROP'
+    with open(path, "ab") as f:
+        f.write(torn)
+    with Journal(path) as journal:
+        assert journal.torn == [torn.decode()]
+        assert len(journal) == 6
+        journal.append("PROPOSED", "a" * 12, {"agent": "a"})
+    assert (tmp_path / "journal.jsonl.torn").read_bytes() == torn + b"\n"
+    entries = lines(path)
+    assert len(entries) == 7 and verify_journal(entries)["valid"]
+
+
+def edit_hash(entries: list[dict]) -> None:
+    entries[2]["result"] = 99
+
+
+def edit_link(entries: list[dict]) -> None:
+    entries[2]["prev"] = entries[0]["hash"]
+    entries[2]["hash"] = entry_hash(entries[2])
+
+
+def edit_kind(entries: list[dict]) -> None:
+    entries[2]["kind"] = "ESCALATED"
+    entries[2]["hash"] = entry_hash(entries[2])
+
+
+def edit_seq(entries: list[dict]) -> None:
+    entries[2]["seq"] = 7
+    entries[2]["hash"] = entry_hash(entries[2])
+
+
+@pytest.mark.parametrize("damage,says", [
+    (edit_hash, "hash does not match"),
+    (edit_link, "prev does not link"),
+    (edit_kind, "unknown kind 'ESCALATED'"),
+    (edit_seq, "seq 7 where 2 was expected"),
+])
+def test_damage_other_than_a_torn_tail_names_the_line(tmp_path, damage, says):
+    path = tmp_path / "journal.jsonl"
+    fill(path)
+    entries = lines(path)
+    damage(entries)
+    rewrite(path, entries)
+    with pytest.raises(JournalCorrupt) as raised:
+        Journal(path)
+    assert f"{path}:3:" in str(raised.value) and says in str(raised.value)
+
+
+def test_a_malformed_line_in_the_middle_is_corruption_not_a_torn_tail(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path)
+    text = path.read_text().splitlines(keepends=True)
+    text[3] = text[3][:40] + "\n"
+    path.write_text("".join(text))
+    with pytest.raises(JournalCorrupt, match=rf"{path}:4: not a JSON line"):
+        Journal(path)
+    assert not (tmp_path / "journal.jsonl.torn").exists()
+
+
+def test_a_shrunk_journal_is_corruption(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path)
+    with Journal(path) as journal:
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:4]))
+        with pytest.raises(JournalCorrupt, match="shrank"):
+            journal.refresh()
+
+
+def test_the_gate_does_not_dispatch_on_a_corrupt_journal(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    sent = []
+    target = FunctionTarget("t", lambda eid, payload: sent.append(eid), tier=3)
+    gate = Gate(path, target)
+    fill(path)
+    with open(path, "a") as f:
+        f.write('{"seq": 6, "kind": "COMMITTED"}\n')
+    with pytest.raises(JournalCorrupt):
+        gate.submit(Effect("k", {"x": 1}))
+    with pytest.raises(JournalCorrupt):
+        Gate(path, target)
+    assert sent == []
+
+
+def test_a_second_resolution_is_kept_as_a_late_result(tmp_path):
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        journal.append("PROPOSED", "e" * 12, {"agent": "a"})
+        journal.append("DISPATCHED", "e" * 12, {"epoch": 1})
+        assert journal.effect("e" * 12).open_dispatch
+        journal.append("COMMITTED", "e" * 12, {"via": "recovery-query", "found": "g1", "epoch": 2})
+        late = journal.append("COMMITTED", "e" * 12, {"via": "send", "result": "g1", "epoch": 1})
+        record = journal.effect("e" * 12)
+    assert late["kind"] == "LATE_RESULT" and late["late_kind"] == "COMMITTED"
+    assert record.resolution["via"] == "recovery-query" and not record.open_dispatch
+
+
+def test_unknown_kinds_are_not_appended(tmp_path):
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        with pytest.raises(ValueError, match="unknown journal kind"):
+            journal.append("DONE", "e" * 12, {})
+        assert len(journal) == 0

@@ -1,0 +1,120 @@
+"""Every damaged journal is flagged by verify, except what COVERS says only a signature can catch, which a
+signature then catches; a torn last line never costs a complete entry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import tamper
+from interlock import Journal, verify, verify_journal
+from interlock.receipts import COVERS
+
+REFERENCE = Path(__file__).parents[1].parent / "shared" / "reference"
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return tamper.Keys()
+
+
+@pytest.fixture(scope="module")
+def gate_originals():
+    return tamper.generated_originals()
+
+
+def assert_corpus_holds(originals, keys):
+    assert originals and not tamper.originals_verify(originals, keys)
+    result = tamper.run_corpus(originals, keys)
+    assert result["misses"] == []
+    return result["kinds"]
+
+
+@needs_reference
+def test_every_mutant_of_the_published_journals_is_flagged_unless_documented(keys):
+    originals = tamper.reference_originals(REFERENCE)
+    assert len(originals) == 11  # 8 calendar receipt bundles, 3 gcp journals
+    kinds = assert_corpus_holds(originals, keys)
+    assert kinds["field_changed"]["flagged_unsigned"] == kinds["field_changed"]["generated"] > 400
+
+
+def test_every_mutant_of_a_gate_journal_is_flagged_unless_documented(gate_originals, keys):
+    kinds = assert_corpus_holds(gate_originals, keys)
+    assert all(row["generated"] > 0 for row in kinds.values()), kinds
+
+
+def test_documented_undetectable_mutants_pass_unsigned_and_fail_signed(gate_originals, keys):
+    documented = [m for o in gate_originals for m in tamper.mutants(o, keys) if m.expect_unsigned == tamper.UNDETECTABLE]
+    assert {m.kind for m in documented} == {"cut_tail", "forged_committed"}
+    for mutant in documented:
+        assert not tamper.flagged(mutant, keys, signed=False), mutant.label
+        assert tamper.flagged(mutant, keys, signed=True), mutant.label
+
+
+def test_covers_names_every_kind_left_undetectable_unsigned():
+    for phrase in tamper.DOCUMENTED.values():
+        assert phrase in COVERS
+
+
+def test_a_forged_commit_after_a_refusal_is_flagged_without_a_signature(gate_originals):
+    refused = next(o for o in gate_originals if o.scope == "bundle" and o.entries[-1]["kind"] == "REFUSED")
+    forged = refused.entries + [tamper.forged_committed(refused.entries)]
+    result = verify(forged)
+    assert result["tamper_evident"] and not result["valid"]
+    assert any("after the effect was already resolved" in p for p in result["problems"])
+
+
+def test_a_forged_commit_onto_an_open_dispatch_needs_the_signature(tmp_path, keys):
+    entries = tamper.gate_journal(tmp_path)
+    left_open = next(o for o in tamper.originals_of_journal(entries, "x") if o.scope == "bundle"
+                     and o.entries[0].get("key") == "left-open")
+    cut = left_open.entries[:3]  # PROPOSED, AUTHORIZED, DISPATCHED: the state a crash before the answer leaves
+    assert [e["kind"] for e in cut] == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
+    assert verify(cut + [tamper.forged_committed(cut)])["happened"] is True  # unsigned, the forgery reads as landed
+    mutant = tamper.Mutant("forged_committed", tamper.Original("open", "bundle", cut, left_open.effect_id), "appended",
+                           cut + [tamper.forged_committed(cut)])
+    assert tamper.flagged(mutant, keys, signed=True)
+
+
+def test_a_cut_whole_journal_is_caught_by_its_checkpoint(gate_originals, keys):
+    whole = next(o for o in gate_originals if o.scope == "journal")
+    cut = tamper.Mutant("cut_tail", whole, "last entry", whole.entries[:-1])
+    assert verify_journal(cut.entries)["valid"]
+    assert tamper.flagged(cut, keys, signed=True)
+
+
+def test_a_torn_last_line_keeps_every_complete_entry_at_every_offset(tmp_path):
+    swept = tamper.torn_tail_sweep(tmp_path)
+    assert swept["offsets_tried"] > 100
+    assert swept["runs_losing_a_complete_entry"] == 0
+    assert swept["runs_with_a_wrong_torn_file"] == 0
+
+
+def test_a_torn_tail_is_set_aside_beside_the_journal(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append("PROPOSED", "a" * 12, {"n": 1})
+        journal.append("PROPOSED", "b" * 12, {"n": 2})
+    raw = path.read_bytes()
+    path.write_bytes(raw[:-9])
+    with Journal(path) as journal:
+        assert [e["effect_id"] for e in journal.entries()] == ["a" * 12]
+    assert Path(f"{path}.torn").read_bytes() == raw[raw.index(b"\n") + 1:-9] + b"\n"
+
+
+def test_a_sigkill_mid_append_loses_no_complete_entry(tmp_path):
+    killed = tamper.sigkill_mid_append(tmp_path, runs=3)
+    assert killed["runs_losing_a_complete_entry"] == 0
+
+
+def test_the_published_tamper_summary_shows_no_miss():
+    path = Path(__file__).parents[1] / "results" / "reliability" / "tamper.json"
+    if not path.exists():
+        pytest.skip("results/reliability/tamper.json is not written yet (python -m experiments.tamper)")
+    summary = json.loads(path.read_text())
+    assert [k["kind"] for k in summary["kinds"]] == list(tamper.KINDS)
+    assert summary["totals"]["missed"] == 0 and summary["originals_failing_verify"] == []
+    assert summary["totals"]["flagged_signed"] == summary["totals"]["generated"]
