@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import platform
+import select
 import signal
 import subprocess
 import sys
@@ -71,11 +72,8 @@ class RunningWorker:
 
     def wait(self, timeout: float) -> WorkerRun:
         """Wait for the exit; after `timeout` seconds kill the group and report the run as timed out."""
-        timed_out = False
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = not _exited_within(self.process, timeout)
+        if timed_out:
             self.stop()
         ended = time.time()
         self._output.seek(0)
@@ -98,6 +96,27 @@ class RunningWorker:
             self.stop()
         if not self._output.closed:
             self._output.close()
+
+
+def _exited_within(process: subprocess.Popen, timeout: float) -> bool:
+    """Wait for the exit, seeing it the moment it happens (a pidfd), not at Popen.wait's next 50 ms poll."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(max(0, int(timeout * 1000))):
+            return False
+    finally:
+        os.close(fd)
+    process.wait()
+    return True
 
 
 def start_worker(module: str, args: list[str], env: dict[str, str]) -> RunningWorker:

@@ -40,19 +40,32 @@ class Bar:
     seconds: float | None
 
 
-def settle_chart(bars: Sequence[Bar], scheme: str) -> str:
-    """Draw crash-to-settled seconds per fault (rows) and system (bars) as SVG text for one colour scheme."""
-    colours = _SCHEMES[scheme]
+def settle_charts(bars: Sequence[Bar]) -> dict[str, str]:
+    """The chart once per colour scheme: drawn once in the light palette, then recoloured, which halves the cost."""
+    light = _draw(bars, _SCHEMES["light"])
+    charts = {"light": light}
+    for scheme, colours in _SCHEMES.items():
+        if scheme != "light":
+            svg = light
+            for role, colour in _SCHEMES["light"].items():
+                svg = svg.replace(colour, colours[role])
+            charts[scheme] = svg
+    return charts
+
+
+def _draw(bars: Sequence[Bar], colours: dict[str, str]) -> str:
+    """Crash-to-settled seconds per fault (rows) and system (bars) as SVG text."""
     faults = list(dict.fromkeys(b.fault for b in bars))
     systems = list(dict.fromkeys(b.system for b in bars))
     by_cell = {(b.fault, b.system): b.seconds for b in bars}
-    height = 0.6 + len(faults) * (0.28 * len(systems) + 0.35)
+    height = 1.0 + len(faults) * (0.28 * len(systems) + 0.35)
     band = 0.8 / max(len(systems), 1)
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(8.0, height))
         fig.patch.set_facecolor(colours["bg"])
         ax.set_facecolor(colours["bg"])
         top = max([s for s in by_cell.values() if s is not None] + [1.0])
+        labelled: set[str] = set()
         for index, system in enumerate(systems):
             colour = _SYSTEM_COLOURS[index % len(_SYSTEM_COLOURS)]
             for row, fault in enumerate(faults):
@@ -62,8 +75,10 @@ def settle_chart(bars: Sequence[Bar], scheme: str) -> str:
                     if (fault, system) in by_cell:
                         ax.text(0, y, " no measurement", va="center", fontsize=8, color=colours["fg"])
                     continue
-                ax.barh(y, seconds, height=band * 0.9, color=colour, label=system if row == 0 else None)
-                ax.text(seconds + top * 0.01, y, f"{seconds:.1f} s", va="center", fontsize=8, color=colours["fg"])
+                label = None if system in labelled else system
+                labelled.add(system)
+                ax.barh(y, seconds, height=band * 0.9, color=colour, label=label)
+                ax.text(seconds + top * 0.01, y, f"{seconds:.1f} s", va="center", fontsize=9, color=colours["fg"])
         ax.set_yticks(range(len(faults)), faults)
         ax.invert_yaxis()
         ax.set_xlim(0, top * 1.15)
@@ -75,7 +90,8 @@ def settle_chart(bars: Sequence[Bar], scheme: str) -> str:
             spine.set_color(colours["grid"])
         handles, labels = ax.get_legend_handles_labels()
         if handles:
-            legend = ax.legend(handles, labels, loc="lower right", fontsize=8, frameon=False)
+            legend = ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles),
+                               fontsize=9, frameon=False)
             for text in legend.get_texts():
                 text.set_color(colours["fg"])
         fig.tight_layout()

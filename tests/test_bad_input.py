@@ -157,8 +157,6 @@ RESULT_INPUTS = {
     "a wrong type deep inside": _reference_damaged("calendar.json", _set(["cells", 3, "ground_truth", "events_list"],
                                                                          {"not": "a list"})),
     "unknown outcome": _reference_damaged("gcp_resource.json", _set(["cells", 0, "outcome"], "MOSTLY_WRITTEN")),
-    "unknown journal kind": _reference_damaged("gcp_resource.json",
-                                               _set(["cells", 2, "artifacts", "journal.jsonl", 1, "kind"], "TELEPORTED")),
     "a journal entry that is not an object": _reference_damaged(
         "gcp_resource.json", _set(["cells", 5, "artifacts", "journal.jsonl", 0], "PROPOSED")),
 }
@@ -173,7 +171,7 @@ def test_pipeline_judge_names_the_file_of_bad_input(tmp_path, case):
 
 @needs_reference
 @pytest.mark.parametrize("case", ["not JSON", "truncated JSON", "missing keys", "unknown outcome",
-                                  "unknown journal kind", "a directory", "a missing file"])
+                                  "a journal entry that is not an object", "a directory", "a missing file"])
 def test_pipeline_build_on_broken_results_names_the_file(tmp_path, case):
     """`make results` is `python -m pipeline build` over results/scenarios: here over a broken copy of them."""
     results = tmp_path / "results"
@@ -184,6 +182,17 @@ def test_pipeline_build_on_broken_results_names_the_file(tmp_path, case):
     result = run("pipeline", "build", str(good), str(broken), "--out", str(tmp_path / "build"))
     assert_one_line_naming(result, broken)
     assert not (tmp_path / "build" / "site").exists()
+
+
+@needs_reference
+def test_pipeline_judge_takes_an_unknown_journal_kind_as_tampering_not_as_proof(tmp_path):
+    """A journal is evidence inside a well-formed file: an unknown kind fails its receipt, it does not stop the run."""
+    path = _reference_damaged("gcp_resource.json",
+                              _set(["cells", 2, "artifacts", "journal.jsonl", 1, "kind"], "TELEPORTED"))(tmp_path)
+    result = run("pipeline", "judge", str(path), "--json")
+    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
+    cell = json.loads(result.stdout)[2]
+    assert cell["system"] == "interlock" and cell["can_prove"] is False
 
 
 def test_pipeline_refuses_an_unknown_subcommand():

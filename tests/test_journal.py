@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def fill(path: Path, effects: int = 3) -> None:
-    """A small journal: a proposal and a commit for each effect."""
+    """A small journal: a proposal, a dispatch and a commit for each effect."""
     with Journal(path) as journal:
         for n in range(effects):
             journal.append("PROPOSED", f"{n:012x}", {"agent": "a", "payload_hash": "h"})
+            journal.append("DISPATCHED", f"{n:012x}", {"epoch": 1})
             journal.append("COMMITTED", f"{n:012x}", {"via": "send", "result": n})
 
 
@@ -44,9 +45,9 @@ def test_entries_chain_across_effects_and_within_each_effect(tmp_path):
     path = tmp_path / "journal.jsonl"
     fill(path)
     entries = lines(path)
-    assert [e["seq"] for e in entries] == list(range(6))
+    assert [e["seq"] for e in entries] == list(range(9))
     assert [e["prev"] for e in entries] == [None] + [e["hash"] for e in entries[:-1]]
-    assert entries[3]["effect_prev"] == entries[2]["hash"] and entries[2]["effect_prev"] is None
+    assert entries[4]["effect_prev"] == entries[3]["hash"] and entries[3]["effect_prev"] is None
     assert all(entry_hash(e) == e["hash"] for e in entries)
     assert verify_journal(entries)["valid"]
 
@@ -73,7 +74,7 @@ def test_an_append_catches_up_only_on_what_others_added(tmp_path):
         before = bytes_read()
         entry = mine.append("AUTHORIZED", "f" * 12, {"lease": None})
         read = bytes_read() - before
-        assert entry["seq"] == 401 and entry["effect_prev"] == other.effect("f" * 12).last_hash
+        assert entry["seq"] == 601 and entry["effect_prev"] == other.effect("f" * 12).last_hash
         assert read < 1024, read
     finally:
         mine.close()
@@ -105,16 +106,16 @@ def test_processes_appending_at_once_produce_one_valid_chain(tmp_path):
 def test_a_torn_last_line_is_set_aside_and_every_complete_entry_kept(tmp_path):
     path = tmp_path / "journal.jsonl"
     fill(path)
-    torn = b'{"seq":6,"ts":1.5,"kind":"PROP'
+    torn = b'{"seq":9,"ts":1.5,"kind":"PROP'
     with open(path, "ab") as f:
         f.write(torn)
     with Journal(path) as journal:
         assert journal.torn == [torn.decode()]
-        assert len(journal) == 6
+        assert len(journal) == 9
         journal.append("PROPOSED", "a" * 12, {"agent": "a"})
     assert (tmp_path / "journal.jsonl.torn").read_bytes() == torn + b"\n"
     entries = lines(path)
-    assert len(entries) == 7 and verify_journal(entries)["valid"]
+    assert len(entries) == 10 and verify_journal(entries)["valid"]
 
 
 def edit_hash(entries: list[dict]) -> None:
@@ -180,7 +181,7 @@ def test_the_gate_does_not_dispatch_on_a_corrupt_journal(tmp_path):
     gate = Gate(path, target)
     fill(path)
     with open(path, "a") as f:
-        f.write('{"seq": 6, "kind": "COMMITTED"}\n')
+        f.write('{"seq": 9, "kind": "COMMITTED"}\n')
     with pytest.raises(JournalCorrupt):
         gate.submit(Effect("k", {"x": 1}))
     with pytest.raises(JournalCorrupt):

@@ -89,14 +89,15 @@ class Job:
         return False
 
     def finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Write the result file atomically and log the result line; returns the stored result."""
+        """Write the result file atomically (the job's result record) and note the outcome in the log.
+
+        The log line is a note ("finished"), not a second "result": the result file is the one result record,
+        and a reader replaying sends against results must not count it twice.
+        """
         stored = {**result, "pid": os.getpid(), "finished": time.time()}
         path = self.directory / RESULT_FILE
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(stored, indent=1))
         os.replace(tmp, path)
-        ids = {key: result[key] for key in ("writes_found",) if key in result}
-        if not ids and result.get("answer") == "booked":
-            ids = {"event_id": result["event_id"]}
-        self.log("result", outcome=result["outcome"], ids=ids)
+        self.log("finished", outcome=result["outcome"])
         return stored

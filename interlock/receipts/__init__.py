@@ -124,10 +124,12 @@ def _checkpoint(entries: list[Any], checkpoint: dict[str, Any], public_key: str 
                                                         public_key)
     if not signed:
         problems.append("checkpoint: signature missing or does not verify against the given public key")
-    if not isinstance(seq, int) or seq >= len(entries):
+    if not isinstance(seq, int) or seq < -1:
+        problems.append(f"checkpoint.seq: {seq!r} is not a journal position")
+    elif seq >= len(entries):
         problems.append(f"checkpoint: the journal ends at seq {len(entries) - 1}, before the checkpoint's seq {seq} "
                         "(tail cut)")
-    elif not isinstance(entries[seq], dict) or entries[seq].get("hash") != head:
+    elif (entries[seq].get("hash") if seq >= 0 and isinstance(entries[seq], dict) else None) != head:
         problems.append(f"checkpoint: entry {seq} differs from the signed head (rewritten)")
     return signed, problems
 

@@ -103,6 +103,8 @@ def _last_checkpoint(path: Path) -> dict[str, Any]:
             raise Unreadable(f"checkpoint file {path}: {exc}") from None
     if not lines:
         raise Unreadable(f"checkpoint file {path}: empty")
+    if not isinstance(lines[-1], dict):
+        raise Unreadable(f"checkpoint file {path}: the last line is not a checkpoint object")
     return lines[-1]
 
 

@@ -102,12 +102,6 @@ def tally(value: Tally) -> str:
     return f"{value.k}/{value.n}"
 
 
-def services_word(run: Any) -> str:
-    """Real or stand-in, per service, in a few words for the headline table."""
-    return ", ".join(f"{s.role.replace('_', ' ')} {'real' if s.real else 'stand-in'}"
-                     for s in run.scenario.provenance.services)
-
-
 _COLUMN_TITLES = {"agent_writes": "agent writes", "invariant_held": "invariant", "answer_matches": "answer",
                   "can_prove": "proof", "seconds_to_settle": "seconds", "cell": "cell"}
 
@@ -143,7 +137,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         plain=plain, ident=ident, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark, seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
-        truth_sources=truth_sources, tally=tally, services_word=services_word,
+        truth_sources=truth_sources, tally=tally,
         column_title=column_title, figure=figure,
     )
     return env

@@ -36,10 +36,6 @@ class RunLinks:
         return Markup("cells/")
 
     @property
-    def published(self) -> Markup:
-        return Markup("published/")
-
-    @property
     def chart(self) -> dict[str, Markup]:
         return {"light": Markup("settle-light.svg"), "dark": Markup("settle-dark.svg")}
 

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..chart import Bar, settle_chart
+from ..chart import Bar, settle_charts
 from ..compare import COLUMNS, compare_published
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary, Tally
@@ -147,8 +147,8 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
         _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=COLUMNS,
               rows=_comparison_rows(run), differences=run.differences, **context)
     bars = [Bar(c.fault, c.system, c.seconds_to_settle) for c in scenario.cells]
-    for scheme in ("light", "dark"):
-        _write(folder / f"settle-{scheme}.svg", settle_chart(bars, scheme))
+    for scheme, svg in settle_charts(bars).items():
+        _write(folder / f"settle-{scheme}.svg", svg)
     raw_cells = read(scenario.source).value["cells"]
     for cell in scenario.cells:
         raw = json.dumps(raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"

@@ -1,0 +1,206 @@
+"""The gate's own costs: per-effect overhead against a direct call, append cost on a 1,000 vs a 1,000,000-entry
+journal, journal open time, whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from interlock import Effect, FunctionTarget, Gate, Journal, effect_id_for, verify_journal
+from interlock.canonical import canonical_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+EFFECTS = 200
+APPENDS = 200
+BIG = 1_000_000
+SMALL = 1_000
+CLAIM_RUNS = 20
+
+
+def run() -> dict[str, Any]:
+    """Every gate number, measured inside this one run so the ratios compare like with like."""
+    with tempfile.TemporaryDirectory(prefix="bench-gate-") as tmp:
+        folder = Path(tmp)
+        numbers: dict[str, Any] = {"note": "fsync on for every journal append and every service write"}
+        numbers.update(_happy_path(folder / "happy"))
+        numbers.update(_append_and_verify(folder / "scale"))
+        numbers.update(_claim_free(folder / "claims"))
+    return numbers
+
+
+def _service(path: Path) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """A local service that durably records each call, as a real one would before answering."""
+
+    def send(effect_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        with open(path, "a") as f:
+            f.write(json.dumps({"effect_id": effect_id, **payload}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return {"stored": effect_id}
+
+    return send
+
+
+def _happy_path(folder: Path) -> dict[str, Any]:
+    folder.mkdir(parents=True)
+    send = _service(folder / "service.jsonl")
+    gate = Gate(folder / "journal.jsonl", FunctionTarget("bench", send, tier=3))
+    direct, gated = [], []
+    for n in range(EFFECTS):  # interleaved, so both see the same disk and the same neighbours
+        started = time.perf_counter()
+        send(f"direct-{n}", {"n": n})
+        direct.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        outcome = gate.submit(Effect(f"bench:{n}", {"n": n}))
+        gated.append(time.perf_counter() - started)
+        assert outcome.status == "COMMITTED", outcome
+    gate.journal.close()
+    appends = len(gate.journal) / EFFECTS
+    direct_ms, gated_ms = statistics.median(direct) * 1e3, statistics.median(gated) * 1e3
+    return {
+        "happy_path_effects": EFFECTS,
+        "journal_appends_per_effect": appends,
+        "direct_call_median_ms": round(direct_ms, 3),
+        "gated_call_median_ms": round(gated_ms, 3),
+        "gate_added_median_ms": round(gated_ms - direct_ms, 3),
+        "gated_over_direct_ratio": round(gated_ms / direct_ms, 2),
+    }
+
+
+def _templates() -> list[tuple[str, str]]:
+    """One real effect's entries (as the gate writes them) turned into %-templates of their canonical bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        gate = Gate(Path(tmp) / "journal.jsonl", FunctionTarget("svc", lambda eid, p: {"stored": eid}, tier=3))
+        gate.submit(Effect("job:0", {"to_version": "v41", "body": '{"timeout_ms": 800, "version": "v41"}'}))
+        sample = gate.journal.entries()
+        gate.journal.close()
+    fields = {"seq": "\0seq", "ts": "\0ts", "effect_id": "\0eid", "prev": "\0prev", "effect_prev": "\0eprev"}
+    out = []
+    for entry in sample:
+        body = {k: v for k, v in entry.items() if k != "hash"}
+        body.update(fields)
+        if "key" in body:
+            body["key"] = "\0key"
+        text = canonical_bytes(body).decode().replace("%", "%%")
+        for name in ("seq", "ts", "eid", "prev", "eprev", "key"):
+            text = text.replace(f'"\\u0000{name}"', f"%({name})s")
+        out.append((entry["kind"], text))
+    return out
+
+
+def write_journal(path: Path, entries: int) -> None:
+    """A journal of `entries` entries in the gate's format and hash rule, written without fsync: four entries per
+    effect (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), every link and hash as Journal.append makes them."""
+    templates = _templates()
+    lines: list[bytes] = []
+    prev = "null"
+    ts = 1.8e9
+    seq = 0
+    while seq < entries:
+        key = f"job:{seq}"
+        values = {"eid": json.dumps(effect_id_for(key)), "key": json.dumps(key), "eprev": "null"}
+        for _, template in templates:
+            if seq == entries:
+                break
+            ts += 0.000731
+            values.update(seq=seq, ts=repr(ts), prev=prev)
+            body = (template % values).encode()
+            digest = hashlib.sha256(body).hexdigest()
+            lines.append(body[:-1] + b',"hash":"' + digest.encode() + b'"}\n')
+            prev = values["eprev"] = f'"{digest}"'
+            seq += 1
+    path.write_bytes(b"".join(lines))
+
+
+def _append_times(path: Path) -> tuple[float, float]:
+    """(open seconds, median seconds per append) for a Journal on an existing file."""
+    started = time.perf_counter()
+    journal = Journal(path)
+    opened = time.perf_counter() - started
+    times = []
+    for n in range(APPENDS):
+        started = time.perf_counter()
+        journal.append("AUTHORIZED", f"{n:012x}", {"lease": {"incident": "INC-1", "status": "open"}})
+        times.append(time.perf_counter() - started)
+    journal.close()
+    return opened, statistics.median(times)
+
+
+def _append_and_verify(folder: Path) -> dict[str, Any]:
+    folder.mkdir(parents=True)
+    small, big = folder / "small.jsonl", folder / "big.jsonl"
+    write_journal(small, SMALL)
+    started = time.perf_counter()
+    write_journal(big, BIG)
+    generated = time.perf_counter() - started
+    _, small_append = _append_times(small)
+    big_open, big_append = _append_times(big)
+    started = time.perf_counter()
+    with open(big, "rb") as f:
+        entries = [json.loads(line) for line in f]
+    parsed = time.perf_counter() - started
+    started = time.perf_counter()
+    result = verify_journal(entries)
+    verified = time.perf_counter() - started
+    assert result["valid"], result["problems"][:3]
+    return {
+        "big_journal_entries": len(entries),
+        "big_journal_bytes": big.stat().st_size,
+        "big_journal_generate_seconds": round(generated, 2),
+        "append_median_ms_1k": round(small_append * 1e3, 3),
+        "append_median_ms_1m": round(big_append * 1e3, 3),
+        "append_1m_over_1k_ratio": round(big_append / small_append, 2),
+        "journal_open_seconds_1m": round(big_open, 2),
+        "verify_journal_seconds_1m": round(verified, 2),
+        "verify_entries_per_second": round(len(entries) / verified),
+        "parse_jsonl_seconds_1m": round(parsed, 2),
+    }
+
+
+def _claim_free(folder: Path) -> dict[str, Any]:
+    """Median time from a sender's SIGKILL (its crash marker) to another process holding the effect's claim."""
+    gaps = []
+    for n in range(CLAIM_RUNS):
+        directory = folder / str(n)
+        gaps.append(_one_claim_gap(directory))
+    return {"claim_free_after_sigkill_median_ms": round(statistics.median(gaps) * 1e3, 2),
+            "claim_free_after_sigkill_max_ms": round(max(gaps) * 1e3, 2), "claim_free_runs": CLAIM_RUNS}
+
+
+def _one_claim_gap(directory: Path) -> float:
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from tests import gate_worker; "
+                    "gate_worker.setup_world(Path(sys.argv[1]))", str(directory)], cwd=ROOT, check=True)
+    pause, marker = directory / "paused", directory / "crashed_at"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    armed = {**clean, "INTERLOCK_PAUSE_AT": "before_send", "INTERLOCK_PAUSE_FILE": str(pause),
+             "INTERLOCK_KILL_AT": "before_send", "INTERLOCK_KILL_MARKER": str(marker)}
+    command = [sys.executable, "-m", "tests.gate_worker", str(directory)]
+    sender = subprocess.Popen(command, cwd=ROOT, env=armed, stdout=subprocess.DEVNULL)
+    waiter = None
+    try:
+        while not pause.exists():
+            if sender.poll() is not None:
+                raise RuntimeError("the sender exited before reaching before_send")
+            time.sleep(0.005)
+        waiter = subprocess.Popen(command + ["--mode", "claim", "--claim-wait", "30"], cwd=ROOT, env=clean,
+                                  stdout=subprocess.PIPE, text=True)
+        waiter.stdout.readline()  # it is now waiting on the held claim
+        time.sleep(0.05)
+        pause.unlink()
+        sender.wait(30)
+        claimed_at = json.loads(waiter.stdout.readline())["claimed_at"]
+        waiter.wait(30)
+    finally:
+        for proc in (sender, waiter):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return claimed_at - float(marker.read_text())

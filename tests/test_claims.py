@@ -1,0 +1,82 @@
+"""File claims: one holder per effect, freed by the kernel the moment the holder dies, fenced by an epoch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from interlock import FileClaims
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOLDER = """
+import sys, time
+from interlock import FileClaims
+claim = FileClaims(sys.argv[1]).acquire("e1", 5)
+print(claim.epoch, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_held_claim_is_refused_after_the_wait(tmp_path):
+    claims = FileClaims(tmp_path)
+    held = claims.acquire("e1", 0)
+    started = time.monotonic()
+    assert FileClaims(tmp_path).acquire("e1", 0.1) is None
+    waited = time.monotonic() - started
+    assert 0.1 <= waited < 0.5
+    held.release()
+
+
+def test_claims_on_different_effects_do_not_block_each_other(tmp_path):
+    claims = FileClaims(tmp_path)
+    with claims.acquire("e1", 0), claims.acquire("e2", 0) as other:
+        assert other is not None
+
+
+def test_every_acquisition_bumps_the_fencing_epoch(tmp_path):
+    claims = FileClaims(tmp_path)
+    epochs = []
+    for _ in range(3):
+        with claims.acquire("e1", 0) as claim:
+            epochs.append(claim.epoch)
+    assert epochs == [1, 2, 3]
+    owner = claims.owner("e1")
+    assert owner["epoch"] == 3 and owner["pid"] == os.getpid()
+    assert claims.owner("never") is None
+
+
+def test_a_released_claim_is_taken_by_a_waiter(tmp_path):
+    claims = FileClaims(tmp_path)
+    held = claims.acquire("e1", 0)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom interlock import FileClaims\n"
+                               "c = FileClaims(sys.argv[1]).acquire('e1', 10)\nprint(c.epoch)", str(tmp_path)],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    assert holder.poll() is None, "the waiter got a claim that was held"
+    held.release()
+    out, _ = holder.communicate(timeout=10)
+    assert out.strip() == "2"
+
+
+def test_a_killed_holders_claim_is_free_at_once(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "1"
+        assert FileClaims(tmp_path).acquire("e1", 0) is None
+        holder.send_signal(signal.SIGKILL)
+        assert holder.wait(10) == -signal.SIGKILL
+        started = time.monotonic()
+        claim = FileClaims(tmp_path).acquire("e1", 5)
+        assert claim is not None and time.monotonic() - started < 0.1
+        assert claim.epoch == 2
+        claim.release()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()

@@ -1,0 +1,160 @@
+"""The gate in one process: the happy path, refusals, payload binding, and answers lost in flight."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlock.canonical import digest
+from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
+                       verify)
+
+
+class Service:
+    """A service whose every call is counted; it can fail after landing (a lost answer) or refuse."""
+
+    def __init__(self):
+        self.landed: list[tuple[str, dict]] = []
+        self.lose_answer = False
+        self.refuse: Rejected | None = None
+
+    def send(self, effect_id, payload):
+        if self.refuse is not None:
+            raise self.refuse
+        self.landed.append((effect_id, payload))
+        if self.lose_answer:
+            raise ConnectionResetError("connection reset after the request was sent")
+        return {"call": len(self.landed)}
+
+    def find(self, effect_id, payload):
+        return next(({"call": n} for n, (eid, _) in enumerate(self.landed, 1) if eid == effect_id), None)
+
+
+@pytest.fixture
+def service():
+    return Service()
+
+
+def gate_for(tmp_path, service, tier=2):
+    target = FunctionTarget("svc", service.send, tier=tier, find=service.find if tier != 3 else None)
+    return Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5)
+
+
+def effect(payload=None, *, live=True, generation="17", decided=None):
+    premise = Premise("generation", lambda: generation, decided=decided if decided is not None else generation)
+    lease = CallableLease(lambda: live, lambda: {"incident": "INC-1", "status": "open" if live else "resolved"})
+    return Effect("rollback:b/o:INC-1", payload or {"to": "v41"}, [premise], lease)
+
+
+def kinds(gate, eid):
+    return [e["kind"] for e in gate.journal.entries(eid)]
+
+
+def test_a_valid_effect_is_sent_once_with_four_journal_entries(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    outcome = gate.submit(effect())
+    assert outcome.status == "COMMITTED" and outcome.evidence == {"call": 1} and outcome.landed is True
+    assert outcome.effect_id == effect_id_for("rollback:b/o:INC-1")
+    assert kinds(gate, outcome.effect_id) == ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+    receipt = verify(bundle(gate.journal, outcome.effect_id))
+    assert receipt["valid"] and receipt["happened"] is True and receipt["evidence"] == {"call": 1}
+    assert receipt["authorized_when_fired"] is True and receipt["assumptions_held"] is True
+
+
+def test_the_same_effect_again_is_a_duplicate_and_is_not_sent(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    gate.submit(effect())
+    again = gate.submit(effect())
+    assert again.status == "DUPLICATE_IGNORED" and again.evidence == {"call": 1}
+    assert len(service.landed) == 1
+
+
+def test_the_same_key_with_another_payload_is_refused_before_and_after_commit(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    service.refuse = Rejected("503 try later")
+    assert gate.submit(effect()).status == "REFUSED:target_error"
+    assert gate.submit(effect({"to": "v40"})).status == "REFUSED:conflicting_payload"
+    service.refuse = None
+    (tmp_path / "other").mkdir()
+    other = gate_for(tmp_path / "other", service)
+    assert other.submit(effect()).status == "COMMITTED"
+    assert other.submit(effect({"to": "v40"})).status == "REFUSED:conflicting_payload"
+    assert other.submit(effect()).status == "DUPLICATE_IGNORED"
+    assert len(service.landed) == 1
+
+
+def test_a_dead_lease_is_refused_without_reading_the_premises(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    read = []
+    dead = Effect("k", {"x": 1}, [Premise("p", lambda: read.append(1) or 1, decided=1)],
+                  CallableLease(lambda: False, lambda: {"status": "resolved"}))
+    outcome = gate.submit(dead)
+    assert outcome.status == "REFUSED:lease" and outcome.landed is False
+    assert outcome.rechecked == {"lease_live": False, "lease": {"status": "resolved"}}
+    assert read == [] and service.landed == []
+
+
+def test_a_moved_premise_is_refused_with_a_readable_reason(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    outcome = gate.submit(effect(generation="18", decided="17"))
+    assert outcome.status == "REFUSED:stale_premise"
+    assert outcome.rechecked["violations"] == ["generation: was 17, now 18"]
+    refused = gate.journal.entries(outcome.effect_id)[-1]
+    assert refused["reason"] == ["generation: was 17, now 18"] and refused["resolves"] is False
+    assert service.landed == []
+    assert verify(bundle(gate.journal, outcome.effect_id))["happened"] is False
+
+
+def test_a_failed_precondition_at_the_service_is_a_stale_premise(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    service.refuse = Rejected("412 precondition failed", precondition=True)
+    outcome = gate.submit(effect())
+    assert outcome.status == "REFUSED:stale_premise" and outcome.landed is False
+    assert gate.journal.entries(outcome.effect_id)[-1]["resolves"] is True
+
+
+def test_a_lost_answer_on_a_lookup_target_is_found_not_resent(tmp_path, service):
+    gate = gate_for(tmp_path, service, tier=2)
+    service.lose_answer = True
+    outcome = gate.submit(effect())
+    assert outcome.status == "COMMITTED_ON_QUERY" and outcome.evidence == {"call": 1}
+    assert len(service.landed) == 1
+    assert not gate.journal.effect(outcome.effect_id).open_dispatch
+
+
+def test_a_lost_answer_on_a_blind_target_is_ambiguous_and_never_resent(tmp_path, service):
+    gate = gate_for(tmp_path, service, tier=3)
+    service.lose_answer = True
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.landed is None
+    service.lose_answer = False
+    assert gate.submit(effect()).status == "AMBIGUOUS"
+    assert len(service.landed) == 1
+    assert verify(bundle(gate.journal, outcome.effect_id))["happened"] == "unknown"
+
+
+def test_a_held_claim_makes_submit_report_in_flight(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    with gate.claims.acquire(effect().effect_id, 0):
+        assert gate.submit(effect()).status == "IN_FLIGHT"
+    assert service.landed == []
+
+
+def test_recovering_an_unknown_effect_is_an_error(tmp_path, service):
+    with pytest.raises(KeyError):
+        gate_for(tmp_path, service).recover(effect())
+
+
+def test_recover_settles_an_effect_that_was_only_proposed(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    gate._propose(effect(), digest(effect().payload))
+    assert gate.recover(effect()).status == "COMMITTED"
+    assert len(service.landed) == 1
+
+
+def test_gates_share_a_journal_object(tmp_path, service):
+    journal = Journal(tmp_path / "journal.jsonl")
+    first = Gate(journal, FunctionTarget("a", service.send, tier=3))
+    second = Gate(journal, FunctionTarget("b", service.send, tier=3))
+    assert first.submit(Effect("k1", {})).status == "COMMITTED"
+    assert second.submit(Effect("k2", {})).status == "COMMITTED"
+    assert len(journal) == 8

@@ -1,0 +1,228 @@
+"""The PostgreSQL journal and claims in one process: the chain, the constraints, fencing, guarded dispatch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from interlock import Effect, FunctionTarget, Gate, Journal, bundle, verify, verify_journal
+from interlock.backends import ClaimLost, GuardFailed, open_journal
+
+from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
+
+psycopg = pytest.importorskip("psycopg")
+from interlock.pg import PgClaims, PgJournal, Row, RowLease, row_premise  # noqa: E402
+
+
+def _run_effects(journal, claims, keys):
+    applied = []
+    target = FunctionTarget("list", lambda eid, payload: applied.append(eid) or {"n": len(applied)}, tier=1)
+    gate = Gate(journal, target, claims=claims, claim_wait=1.0)
+    return [gate.submit(Effect(key, {"key": key})).status for key in keys], applied
+
+
+def test_pg_journal_writes_the_same_entries_and_chain_as_the_jsonl_journal(pg_url, tmp_path):
+    keys = ["a", "b", "a", "c"]
+    pg_statuses, _ = _run_effects(*open_journal(pg_url), keys)
+    file_statuses, _ = _run_effects(*open_journal(str(tmp_path / "j.jsonl")), keys)
+    assert pg_statuses == file_statuses == ["COMMITTED", "COMMITTED", "DUPLICATE_IGNORED", "COMMITTED"]
+    pg_entries = PgJournal(pg_url).entries()
+    file_entries = Journal(tmp_path / "j.jsonl").entries()
+    assert [(e["kind"], e["effect_id"], sorted(e)) for e in pg_entries] == \
+        [(e["kind"], e["effect_id"], sorted(e)) for e in file_entries]
+    assert verify_journal(pg_entries)["valid"]
+
+
+def test_an_exported_pg_journal_and_bundle_verify_with_the_receipts_cli(pg_url, tmp_path):
+    journal, claims = open_journal(pg_url)
+    _run_effects(journal, claims, ["a", "b"])
+    exported = tmp_path / "export.jsonl"
+    assert journal.export(exported) == len(journal) == 8
+    cli = [sys.executable, "-m", "interlock.receipts"]
+    whole = subprocess.run([*cli, str(exported)], capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert json.loads(whole.stdout)["tamper_evident"] is True
+    eid = journal.entries()[0]["effect_id"]
+    (tmp_path / "bundle.json").write_text(json.dumps(bundle(journal, eid)))
+    one = subprocess.run([*cli, str(tmp_path / "bundle.json")], capture_output=True, text=True)
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert json.loads(one.stdout)["happened"] is True
+
+
+def test_an_edited_row_shows_in_the_exported_chain(pg_url, tmp_path):
+    journal, claims = open_journal(pg_url)
+    _run_effects(journal, claims, ["a"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE interlock_journal SET line = replace(line, '\"key\":\"a\"', '\"key\":\"z\"') WHERE seq = 0")
+    assert not verify_journal(journal.entries())["tamper_evident"]
+
+
+def _insert(conn, seq, effect_id, kind, prev, effect_prev, hash_):
+    conn.execute("INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, line)"
+                  " VALUES (%s, %s, %s, %s, %s, %s, '{}')", (seq, effect_id, kind, prev, effect_prev, hash_))
+
+
+@pytest.mark.parametrize("fork, constraint", [
+    ((2, "e2", "PROPOSED", "h0", None, "x"), "interlock_journal_prev_key"),  # a second successor of h0
+    ((0, "e2", "PROPOSED", None, None, "x"), "interlock_journal_pkey"),  # a second entry at seq 0
+    ((2, "e1", "AUTHORIZED", "h1", "h0", "x"), "interlock_journal_one_successor_per_effect_entry"),
+    ((2, "e1", "PROPOSED", "h1", None, "x"), "interlock_journal_one_first_entry_per_effect"),
+    ((2, "e3", "PROPOSED", None, None, "x"), "only_the_first_entry_has_no_prev"),
+])
+def test_the_database_refuses_a_forked_chain(pg_url, fork, constraint):
+    PgJournal(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        _insert(conn, 0, "e1", "PROPOSED", None, None, "h0")
+        _insert(conn, 1, "e1", "AUTHORIZED", "h0", "h0", "h1")
+        with pytest.raises(psycopg.errors.IntegrityError) as refused:
+            _insert(conn, *fork)
+    assert refused.value.diag.constraint_name == constraint
+
+
+def test_the_database_refuses_a_second_resolution_of_one_effect(pg_url):
+    PgJournal(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        _insert(conn, 0, "e1", "PROPOSED", None, None, "h0")
+        _insert(conn, 1, "e1", "COMMITTED", "h0", "h0", "h1")
+        with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+            _insert(conn, 2, "e1", "COMMITTED", "h1", "h1", "h2")
+    assert refused.value.diag.constraint_name == "interlock_journal_one_resolution_per_effect"
+
+
+def test_a_resolution_after_the_resolution_is_kept_as_late_result(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    journal.append("DISPATCHED", "e1", {"epoch": 1})
+    journal.append("COMMITTED", "e1", {"via": "send", "result": 1, "epoch": 1})
+    late = journal.append("COMMITTED", "e1", {"via": "send", "result": 2, "epoch": 1})
+    assert (late["kind"], late["late_kind"]) == ("LATE_RESULT", "COMMITTED")
+    assert journal.effect("e1").resolution["result"] == 1
+
+
+def test_a_live_owner_keeps_its_claim_until_its_lease_expires_on_the_database_clock(pg_url):
+    journal = PgJournal(pg_url)
+    owner, other = PgClaims(journal, ttl=1.0), PgClaims(PgJournal(pg_url), ttl=1.0)
+    held = owner.acquire("e1", wait=0)
+    assert held.epoch == 1
+    assert other.acquire("e1", wait=0.2) is None
+    started = time.monotonic()
+    taken = other.acquire("e1", wait=5)
+    assert taken.epoch == 2 and 0.4 < time.monotonic() - started < 3
+
+
+def test_a_claim_is_free_at_once_when_its_owners_session_ends(pg_url):
+    owner, other = PgClaims(PgJournal(pg_url), ttl=60), PgClaims(PgJournal(pg_url), ttl=60)
+    assert owner.acquire("e1", wait=0).epoch == 1
+    owner.close()
+    started = time.monotonic()
+    assert other.acquire("e1", wait=5).epoch == 2
+    assert time.monotonic() - started < 1
+
+
+def test_a_released_claim_is_free_and_a_taken_over_claim_stays_with_its_new_owner(pg_url):
+    first, second = PgClaims(PgJournal(pg_url), ttl=0.3), PgClaims(PgJournal(pg_url), ttl=60)
+    stale = first.acquire("e1", wait=0)
+    time.sleep(0.5)
+    current = second.acquire("e1", wait=0)
+    stale.release()
+    assert first.acquire("e1", wait=0) is None
+    current.release()
+    assert first.acquire("e1", wait=0).epoch == 3
+
+
+def test_a_writer_whose_claim_was_taken_over_cannot_dispatch_and_its_result_is_late(pg_url):
+    zombie_journal, fresh_journal = PgJournal(pg_url), PgJournal(pg_url)
+    zombie = PgClaims(zombie_journal, ttl=0.3).acquire("e1", wait=0)
+    zombie_journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    time.sleep(0.5)
+    fresh = PgClaims(fresh_journal, ttl=60).acquire("e1", wait=0)
+    with pytest.raises(ClaimLost):
+        zombie_journal.append("DISPATCHED", "e1", {"epoch": zombie.epoch})
+    fresh_journal.append("DISPATCHED", "e1", {"epoch": fresh.epoch})
+    late = zombie_journal.append("COMMITTED", "e1", {"via": "send", "result": "zombie", "epoch": zombie.epoch})
+    assert (late["kind"], late["epoch"]) == ("LATE_RESULT", 1)
+    fresh_journal.append("COMMITTED", "e1", {"via": "send", "result": "fresh", "epoch": fresh.epoch})
+    record = fresh_journal.effect("e1")
+    assert record.kinds == ["PROPOSED", "DISPATCHED", "LATE_RESULT", "COMMITTED"]
+    assert record.resolution["result"] == "fresh"
+
+
+@pytest.fixture
+def rows(pg_url):
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE incidents (id text PRIMARY KEY, status text NOT NULL)")
+        conn.execute("CREATE TABLE facts (id text PRIMARY KEY, version integer NOT NULL)")
+        conn.execute("INSERT INTO incidents VALUES ('inc-1', 'open')")
+        conn.execute("INSERT INTO facts VALUES ('slot', 1)")
+    return pg_url
+
+
+def test_a_sql_guard_that_fails_writes_no_dispatch(rows):
+    journal = PgJournal(rows)
+    journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    with psycopg.connect(rows, autocommit=True) as conn:
+        conn.execute("UPDATE incidents SET status = 'closed'")
+    with pytest.raises(GuardFailed):
+        journal.append_dispatch("e1", {"epoch": 1}, ["SELECT status = 'open' FROM incidents FOR SHARE"])
+    assert journal.effect("e1").kinds == ["PROPOSED"]
+
+
+def test_the_lease_row_stays_locked_until_the_dispatch_commits(rows):
+    journal = PgJournal(rows)
+    lease = RowLease(Row(journal, "incidents", "inc-1", "status"))
+    journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    blocked = []
+
+    def close_the_incident_meanwhile() -> list[str]:
+        live = lease.is_live()
+        with psycopg.connect(rows, autocommit=True) as human:
+            human.execute("SET lock_timeout = '200ms'")
+            try:
+                human.execute("UPDATE incidents SET status = 'closed'")
+            except psycopg.errors.LockNotAvailable:
+                blocked.append(True)
+        return [] if live else ["lease not live"]
+
+    journal.append_dispatch("e1", {"epoch": 1}, [close_the_incident_meanwhile])
+    assert blocked == [True]
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+
+
+def test_the_gate_refuses_when_a_premise_row_moves_between_its_check_and_the_dispatch(rows):
+    journal, claims = open_journal(rows)
+    slot = Row(journal, "facts", "slot", "version")
+    calls = []
+
+    def live() -> bool:
+        calls.append(1)
+        if len(calls) == 2:  # the re-check inside the dispatch transaction: a person bumps the row just before
+            with psycopg.connect(rows, autocommit=True) as human:
+                human.execute("UPDATE facts SET version = 2")
+        return True
+
+    from interlock import CallableLease
+
+    sent = []
+    gate = Gate(journal, FunctionTarget("t", lambda eid, p: sent.append(eid), tier=1), claims=claims)
+    outcome = gate.submit(Effect("k", {"k": 1}, [row_premise("slot_version", slot)], CallableLease(live)))
+    assert outcome.status == "REFUSED:stale_premise" and sent == []
+    refusal = journal.entries(outcome.effect_id)[-1]
+    assert refusal["kind"] == "REFUSED" and refusal["checks"]["violations"] == ["slot_version: was 1, now 2"]
+    assert "DISPATCHED" not in journal.effect(outcome.effect_id).kinds
+
+
+def test_the_gate_dispatches_on_a_live_lease_row_and_refuses_once_it_closed(rows):
+    journal, claims = open_journal(rows)
+    lease = RowLease(Row(journal, "incidents", "inc-1", "status"))
+    gate = Gate(journal, FunctionTarget("t", lambda eid, p: {"ok": eid}, tier=1), claims=claims)
+    assert gate.submit(Effect("first", {}, [], lease)).status == "COMMITTED"
+    with psycopg.connect(rows, autocommit=True) as conn:
+        conn.execute("UPDATE incidents SET status = 'resolved'")
+    assert gate.submit(Effect("second", {}, [], lease)).status == "REFUSED:lease"
+    dispatched = [e for e in journal.entries() if e["kind"] == "DISPATCHED"]
+    assert [d["lease"]["value"] for d in dispatched] == ["open"]
+    assert verify(bundle(journal, dispatched[0]["effect_id"]))["authorized_when_fired"] is True

@@ -1,0 +1,251 @@
+"""Receipts: the published bundles verify and say what was published; any edit, reorder, deletion or foreign
+signature shows; a cut tail shows only against a signed checkpoint; the CLI's exit codes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlock.canonical import entry_hash
+from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify, verify_journal,
+                       write_checkpoint)
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+RECEIPT_FIELDS = ("valid", "tamper_evident", "signed", "happened", "happened_once", "authorized_when_fired",
+                  "assumptions_held", "refused", "evidence", "rechecked_at_recovery", "problems")
+
+
+def published() -> list[tuple[str, object, dict]]:
+    """(where, bundle, published receipt) for every receipt the two published runs carry."""
+    if not REFERENCE.is_dir():
+        return []
+    found = []
+    calendar = json.loads((REFERENCE / "calendar.json").read_text())
+    for i, cell in enumerate(calendar["cells"]):
+        if cell["evidence"]["receipt_bundle"] is None:
+            continue
+        found.append((f"calendar cells[{i}].evidence.receipt_bundle", cell["evidence"]["receipt_bundle"],
+                      cell["receipt"]))
+        found.append((f"calendar cells[{i}].evidence.result_file.receipt_bundle",
+                      cell["evidence"]["result_file"]["receipt_bundle"], cell["receipt"]))
+    gcp = json.loads((REFERENCE / "gcp_resource.json").read_text())
+    for i, cell in enumerate(gcp["cells"]):
+        if cell["system"] == "interlock":
+            found.append((f"gcp cells[{i}].artifacts.journal.jsonl", cell["artifacts"]["journal.jsonl"],
+                          cell["ids"]["receipt"]))
+    return found
+
+
+@needs_reference
+def test_the_published_run_has_the_receipts_it_documents():
+    assert len(published()) == 2 * 8 + 3
+
+
+@needs_reference
+@pytest.mark.parametrize("where,bundled,receipt", published(), ids=[w for w, _, _ in published()])
+def test_every_published_receipt_verifies_and_says_what_was_published(where, bundled, receipt):
+    result = verify(bundled)
+    assert result["valid"] and result["format"] == "legacy", result["problems"]
+    assert {k: result[k] for k in RECEIPT_FIELDS} == {k: receipt[k] for k in RECEIPT_FIELDS}
+
+
+def string_leaves(value, path=()):
+    """Every string inside a JSON value, with its path."""
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from string_leaves(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from string_leaves(item, path + (index,))
+
+
+def changed_one_character(entry: dict, path: tuple) -> dict:
+    edited = copy.deepcopy(entry)
+    holder = edited
+    for step in path[:-1]:
+        holder = holder[step]
+    text = holder[path[-1]]
+    holder[path[-1]] = text[:-1] + ("0" if text[-1:] != "0" else "1")
+    return edited
+
+
+@needs_reference
+@pytest.mark.parametrize("where,bundled,receipt", published(), ids=[w for w, _, _ in published()])
+def test_one_changed_character_in_any_published_entry_makes_it_invalid(where, bundled, receipt):
+    entries = bundled["entries"] if isinstance(bundled, dict) else bundled
+    tried = 0
+    for i, entry in enumerate(entries):
+        for path in string_leaves(entry):
+            damaged = list(entries)
+            damaged[i] = changed_one_character(entry, path)
+            assert not verify(damaged)["valid"], (i, path)
+            tried += 1
+        damaged = list(entries)
+        damaged[i] = {**entry, "ts": entry["ts"] + 1e-6}
+        assert not verify(damaged)["valid"], (i, "ts")
+    assert tried > 10 * len(entries)
+
+
+@pytest.fixture
+def journal_path(tmp_path):
+    """A real journal of three gated effects (one refused), written by the gate."""
+    path = tmp_path / "journal.jsonl"
+    sent = []
+    gate = Gate(path, FunctionTarget("svc", lambda eid, payload: sent.append(eid) or {"n": len(sent)}, tier=3))
+    for n in range(3):
+        gate.submit(Effect(f"job:{n}", {"n": n}))
+    gate.submit(Effect("job:refused", {"n": 9}, lease=CallableLease(lambda: False)))
+    gate.journal.close()
+    return path
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_journal_written_by_the_gate_verifies_whole_and_per_effect(journal_path):
+    result = verify_journal(read(journal_path))
+    assert result["valid"] and result["tamper_evident"] and result["entries"] == 14
+    assert sorted(v["happened"] for v in result["effects"].values()) == [False, True, True, True]
+    with Journal(journal_path) as journal:
+        for eid in result["effects"]:
+            assert verify(bundle(journal, eid))["valid"]
+
+
+def edited(entries):
+    entries[5]["result"] = {"n": 7}
+
+
+def reordered(entries):
+    entries[4], entries[5] = entries[5], entries[4]
+
+
+def entry_deleted(entries):
+    del entries[6]
+
+
+def effect_deleted(entries):
+    eid = entries[4]["effect_id"]
+    entries[:] = [e for e in entries if e["effect_id"] != eid]
+
+
+@pytest.mark.parametrize("damage", [edited, reordered, entry_deleted, effect_deleted])
+def test_whole_journal_verify_detects_damage_inside_the_chain(journal_path, damage):
+    entries = read(journal_path)
+    damage(entries)
+    result = verify_journal(entries)
+    assert not result["valid"] and not result["tamper_evident"] and result["problems"]
+
+
+def test_a_cut_tail_shows_only_against_a_signed_checkpoint(journal_path):
+    key = generate_key()
+    with Journal(journal_path) as journal:
+        checkpoint = write_checkpoint(journal, key)
+    cut = read(journal_path)[:-4]
+    unsigned = verify_journal(cut)
+    assert unsigned["valid"] and "cut tail" in unsigned["covers"]
+    checked = verify_journal(cut, public_key=public_hex(key), checkpoint=checkpoint)
+    assert not checked["valid"] and checked["signed"] is True
+    assert any("tail cut" in p for p in checked["problems"])
+    whole = verify_journal(read(journal_path), public_key=public_hex(key), checkpoint=checkpoint)
+    assert whole["valid"] and whole["signed"] is True
+
+
+def test_a_checkpoint_from_another_key_or_over_another_head_is_flagged(journal_path):
+    key, other = generate_key(), generate_key()
+    with Journal(journal_path) as journal:
+        checkpoint = write_checkpoint(journal, key)
+    entries = read(journal_path)
+    foreign = verify_journal(entries, public_key=public_hex(other), checkpoint=checkpoint)
+    assert not foreign["valid"] and foreign["signed"] is False
+    rewritten = copy.deepcopy(entries)
+    rewritten[-1]["ts"] += 1
+    rewritten[-1]["hash"] = entry_hash(rewritten[-1])
+    result = verify_journal(rewritten, public_key=public_hex(key), checkpoint=checkpoint)
+    assert any("rewritten" in p for p in result["problems"])
+
+
+def test_a_checkpoint_of_an_empty_journal_verifies(tmp_path):
+    key = generate_key()
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        checkpoint = write_checkpoint(journal, key)
+    assert verify_journal([], public_key=public_hex(key), checkpoint=checkpoint)["valid"]
+
+
+def test_a_bundle_signed_with_another_key_is_flagged(journal_path):
+    key, other = generate_key(), generate_key()
+    with Journal(journal_path) as journal:
+        eid = journal.entries()[0]["effect_id"]
+        signed = bundle(journal, eid, key)
+    good = verify(signed, public_key=public_hex(key))
+    assert good["valid"] and good["signed"] is True
+    bad = verify(signed, public_key=public_hex(other))
+    assert not bad["valid"] and bad["signed"] is False and bad["tamper_evident"]
+
+
+def test_damage_names_the_field_and_never_raises():
+    entries = [{"ts": "noon", "kind": "PROPOSED", "effect_id": "e", "prev": None, "hash": "0"},
+               {"ts": 1.0, "kind": "TELEPORTED", "effect_id": "e", "prev": "0", "hash": "1"}, 7]
+    result = verify(entries)
+    assert not result["valid"]
+    assert any(p.startswith("entries[0].ts") for p in result["problems"])
+    assert any(p.startswith("entries[1].kind: unknown kind 'TELEPORTED'") for p in result["problems"])
+    assert any(p.startswith("entries[2]: not an object") for p in result["problems"])
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "interlock.receipts", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_exit_codes_for_valid_invalid_and_unreadable(journal_path, tmp_path):
+    assert cli(str(journal_path)).returncode == 0
+    entries = read(journal_path)
+    entries[2]["effect"] = {"n": 5}
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    invalid = cli(str(damaged))
+    assert invalid.returncode == 1 and json.loads(invalid.stdout)["valid"] is False
+    for name, text in [("bad.json", "{not json"), ("bad.jsonl", journal_path.read_text() + "{oops\n"),
+                       ("entries.json", '{"effect_id": "e", "entries": {"0": {}}}'), ("scalar.json", "3")]:
+        path = tmp_path / name
+        path.write_text(text)
+        result = cli(str(path))
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.count("\n") == 1 and str(path) in result.stderr
+    line = cli(str(tmp_path / "bad.jsonl")).stderr
+    assert f"line {len(entries) + 1}" in line
+
+
+def test_cli_checks_a_checkpoint_and_a_public_key(journal_path, tmp_path):
+    key = generate_key()
+    with Journal(journal_path) as journal:
+        write_checkpoint(journal, key)
+    checkpoints = f"{journal_path}.checkpoints"
+    assert cli(str(journal_path), "--checkpoint", checkpoints, "--public-key", public_hex(key)).returncode == 0
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(journal_path.read_text().splitlines(keepends=True)[:-2]))
+    assert cli(str(cut)).returncode == 0
+    result = cli(str(cut), "--checkpoint", checkpoints, "--public-key", public_hex(key))
+    assert result.returncode == 1 and "tail cut" in result.stdout
+    (tmp_path / "junk.checkpoints").write_text("[1, 2]\n")
+    junk = cli(str(journal_path), "--checkpoint", str(tmp_path / "junk.checkpoints"))
+    assert junk.returncode == 2 and "Traceback" not in junk.stderr and junk.stderr.count("\n") == 1
+
+
+@needs_reference
+def test_cli_verifies_a_published_bundle_at_a_json_path():
+    result = cli(str(REFERENCE / "calendar.json"), "--at", "cells[2].evidence.receipt_bundle")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["valid"] is True
+    gcp = cli(str(REFERENCE / "gcp_resource.json"), "--at", 'cells[2].artifacts["journal.jsonl"]')
+    assert gcp.returncode == 0, gcp.stderr
