@@ -36,7 +36,7 @@ from experiments.booking import (EXTRA_FAULTS, FAULTS, PUBLISHED_FAULTS, SYSTEMS
                                  grade, new_request, write_request)
 from experiments.booking.faults import GATED
 from experiments.booking.grade import answer_matches, invariant_held
-from experiments.booking.job import CASE_FILE, LOG_FILE, REQUEST_FILE, RESULT_FILE
+from experiments.booking.job import CASE_FILE, JOURNAL_FILE, LOG_FILE, REQUEST_FILE, RESULT_FILE
 from experiments.booking.raced import TRIALS_FILE, judge_trials
 from experiments.booking.request import EMULATED, baseline_event_id, read_request
 from experiments.booking.service import CALENDAR_KEY_FILE, CALENDAR_URL, calendar_service, get_event, slot_events
@@ -170,7 +170,12 @@ def _first_worker(run: Run, case: Path, fault: Fault, system: str) -> tuple[harn
             outage = run.customer(c["slot_start"], c["slot_end"],
                                   "while the worker was paused between its check and its insert")
             (case / "pause").unlink()
-        return worker.wait(WORKER_TIMEOUT), worker.pid, outage
+        finished = worker.wait(WORKER_TIMEOUT)
+    if fault.cut:
+        cut = [e for e in run.standin.write_log() if e["cut"] and e["event_id"] == event_id]
+        outage = {"connection_cut": cut[0] if cut else None,
+                  "when": "after the stand-in stored the insert, before the worker read the answer"}
+    return finished, worker.pid, outage
 
 
 def _case(case: Path) -> dict[str, Any]:
@@ -238,6 +243,8 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
     decision = _read_json(case / "decision.json")
     receipt = result.get("receipt") if result else None
     settled_from = crashed_at if crashed_at is not None else first.ended
+    # The restart worker stamps its result file as its last act; the harness's wait only polls in 50 ms steps.
+    settled_at = result["finished"] if result else restart.ended
     agent = ", ".join(truth["agent_events"]) or "none"
     other = ", ".join(truth["other_events"]) or "none"
     ids = f"request {request_id}; slot {start}; calendar {run.calendar_name}; agent events {agent}; other events {other}"
@@ -254,6 +261,7 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
         "slot_start": start,
         "slot_end": end,
         "outcome": outcome,
+        "first_worker_outcome": _printed_outcome(first),
         "answer": answer,
         "ground_truth": truth,
         "ground_truth_source": "events_list",
@@ -263,7 +271,7 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
         "conflict_recorded_at_recovery": bool(rechecked) and (bool(rechecked.get("violations"))
                                                                or rechecked.get("lease_live") is False),
         "ids": ids,
-        "seconds_to_settle": round(restart.ended - settled_from, 1),
+        "seconds_to_settle": round(settled_at - settled_from, 1),
         "emulated": _emulated(run),
         "worker_exit_codes": [first.exit_code, restart.exit_code],
         "crash_fired": first.killed and crashed_at is not None,
@@ -279,15 +287,29 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
             "request_file": read_request(case / REQUEST_FILE),
             "crashed_at": crashed_at,
             "worker_output": [first.output, restart.output],
-            "case_files": {k: v for k, v in files.items() if k not in CASE_FILES_SAVED_ELSEWHERE},
+            "case_files": _unsaved(files, result),
         },
         "timing": {
             "first_worker_s": round(first.ended - first.started, 3),
             "outage_action_s": round(outage_s, 3),
             "restart_worker_s": round(restart.ended - restart.started, 3),
+            "settle_s": round(settled_at - settled_from, 3),
             "settled_from": "crash marker" if crashed_at is not None else "first worker's exit",
         },
     }
+
+
+def _printed_outcome(worker: harness.WorkerRun) -> str | None:
+    """What a first worker that ran to its end printed (a refusal before the send, a settled lost answer)."""
+    lines = worker.output.strip().splitlines()
+    return lines[-1] if worker.exit_code == 0 and lines else None
+
+
+def _unsaved(files: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
+    """The case files not already kept elsewhere in the evidence (the journal is the receipt bundle's entries)."""
+    entries = ((result or {}).get("receipt_bundle") or {}).get("entries")
+    return {name: value for name, value in files.items()
+            if name not in CASE_FILES_SAVED_ELSEWHERE and not (name == JOURNAL_FILE and value == entries)}
 
 
 def _emulated(run: Run) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 from experiments import harness
 from experiments.gcp_resource.case import (CASE_FILE, CRASH_MARKER, DECISION_FILE, HUMAN_DEPLOY, HUMAN_REDEPLOY,
                                            INCIDENT_FILE, INCIDENT_ID, PAUSE_FILE, WRITER_KEY, body, incident_text,
-                                           object_name, outcome_file, read_json)
+                                           object_name, outcome_file)
 from experiments.gcp_resource.faults import CLAIM_TTL_SECONDS, FAULTS, OPT_IN_SYSTEMS, SYSTEMS, Fault
 from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS
 from experiments.gcp_resource import scoring
@@ -318,11 +318,12 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
     faults = [FAULTS[name] for name in args.faults]
     cells: list[dict[str, Any]] = []
     progress = harness.Progress(len(faults) * len(args.systems))
-    with services(args.live) as chosen, tempfile.TemporaryDirectory(prefix="interlock-gcp-") as root:
+    with tempfile.TemporaryDirectory(prefix="interlock-gcp-") as root, \
+            services(args.live, Path(root) / "services") as chosen:
         client = storage_client()
         decider = AnthropicDecider(DEFAULT_MODEL) if args.live else ScriptedDecider()
         with _buckets(client, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
-            run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root), args.live)
+            run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root) / "cells", args.live)
             for fault in faults:
                 for system in args.systems:
                     label = f"{fault.name} / {system}"

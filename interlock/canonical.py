@@ -7,14 +7,20 @@ import json
 from typing import Any
 
 
+# Built once: json.dumps with these options would build a new encoder for every entry it hashes.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str,
+                              check_circular=False)
+
+
 def canonical_bytes(obj: Any) -> bytes:
     """Encode `obj` so that equal JSON values always give equal bytes (sorted keys, no spaces, ASCII)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str).encode()
+    return _CANONICAL.encode(obj).encode()
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
     """Hash of a journal entry: sha256 over its canonical form without the `hash` field itself."""
-    body = {k: v for k, v in entry.items() if k != "hash"}
+    body = dict(entry)
+    body.pop("hash", None)
     return hashlib.sha256(canonical_bytes(body)).hexdigest()
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from interlock.canonical import digest
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
                        verify)
+from interlock.canonical import digest
 
 
 class Service:

@@ -57,7 +57,8 @@ def test_an_edited_row_shows_in_the_exported_chain(pg_url, tmp_path):
     journal, claims = open_journal(pg_url)
     _run_effects(journal, claims, ["a"])
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE interlock_journal SET line = replace(line, '\"key\":\"a\"', '\"key\":\"z\"') WHERE seq = 0")
+        conn.execute("UPDATE interlock_journal SET line = replace(line, '\"key\":\"a\"', '\"key\":\"z\"')"
+                     " WHERE seq = 0")
     assert not verify_journal(journal.entries())["tamper_evident"]
 
 

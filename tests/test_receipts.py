@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify,
+                       verify_journal, write_checkpoint)
 from interlock.canonical import entry_hash
-from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify, verify_journal,
-                       write_checkpoint)
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"

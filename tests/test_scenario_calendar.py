@@ -101,11 +101,13 @@ def test_a_change_only_premise_double_books_a_slot_taken_before_the_decision(ext
 
 def test_a_cut_connection_after_the_insert_is_settled_without_a_second_event(extra):
     cells = _cells(extra)
+    hand, gate = cells[("network_cut/none", "hand_check")], cells[("network_cut/none", "interlock_change_only")]
 
-    assert cells[("network_cut/none", "hand_check")]["outcome"] == "FOUND_BY_LOOKUP"
-    assert cells[("network_cut/none", "interlock_change_only")]["outcome"] == "COMMITTED_BY_RETRY"
-    for system in ("hand_check", "interlock_change_only"):
-        cell = cells[("network_cut/none", system)]
+    assert hand["first_worker_outcome"] == hand["outcome"] == "FOUND_BY_LOOKUP"
+    assert gate["first_worker_outcome"] == "COMMITTED_BY_RETRY" and gate["outcome"] == "DUPLICATE_IGNORED"
+    for cell in (hand, gate):
+        assert cell["outage"]["connection_cut"]["status"] == 200
+        assert cell["worker_exit_codes"] == [0, 0] and cell["crash_fired"] is False
         assert len(cell["ground_truth"]["agent_events"]) == 1 and cell["invariant_held"]
 
 

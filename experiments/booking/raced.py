@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from interlock import Effect, Gate, Journal, Rejected, effect_id_for, killpoints, landed
+from interlock import Effect, Gate, Journal, Rejected, killpoints, landed
 from interlock.targets.base import TIER_DEDUPE
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 

@@ -23,16 +23,7 @@ from .journal import PgJournal
 POLL_SECONDS = 0.005
 EPOCH_BITS = 16
 
-_CLAIM = """
-SELECT c.epoch,
-       c.expires <= now() AS expired,
-       EXISTS (SELECT 1 FROM pg_locks l
-               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND l.classid::bigint = (c.lock_key >> 32) & 4294967295
-                 AND l.objid::bigint = c.lock_key & 4294967295) AS owner_alive
-FROM interlock_claims c WHERE c.effect_id = %s FOR UPDATE
-"""
+_CLAIM = "SELECT epoch, lock_key, expires <= now() FROM interlock_claims WHERE effect_id = %s FOR UPDATE"
 
 
 @dataclass
@@ -65,6 +56,7 @@ class PgClaims:
         self.ttl = ttl
         self.owner = f"{os.getpid()}@{socket.gethostname()}"
         self._conn = journal.connect()
+        self._held: set[int] = set()
 
     def close(self) -> None:
         """End the claims session, which frees every claim this process holds."""
@@ -91,6 +83,7 @@ class PgClaims:
     def _session(self) -> psycopg.Connection[Any]:
         if self._conn.closed or self._conn.broken:
             self._conn = self.journal.connect()
+            self._held.clear()  # the old session's locks went with it
         return self._conn
 
     def _take(self, effect_id: str) -> PgClaim | None:
@@ -98,8 +91,8 @@ class PgClaims:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("INSERT INTO interlock_claims (effect_id, epoch, lock_key, owner, backend, expires)"
                         " VALUES (%s, 0, 0, '', 0, '-infinity') ON CONFLICT DO NOTHING", (effect_id,))
-            epoch, expired, owner_alive = cur.execute(_CLAIM, (effect_id,)).fetchone()
-            if owner_alive and not expired:
+            epoch, held_key, expired = cur.execute(_CLAIM, (effect_id,)).fetchone()
+            if not expired and self._owner_alive(cur, held_key):
                 return None
             epoch += 1
             key = lock_key(effect_id, epoch)
@@ -112,10 +105,21 @@ class PgClaims:
             except BaseException:
                 cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
                 raise
+        self._held.add(key)
         return PgClaim(effect_id, epoch, key, self)
+
+    def _owner_alive(self, cur: psycopg.Cursor[Any], key: int) -> bool:
+        """Whether the session of the claim's owner still holds its lock (a dead process's session is gone)."""
+        if key in self._held:
+            return True  # this very session: advisory locks are re-entrant, so probing would succeed
+        if not cur.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+            return True
+        cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return False
 
     def _release(self, claim: PgClaim) -> None:
         self.journal.unfence(claim.effect_id, claim.epoch)
+        self._held.discard(claim.lock_key)
         try:
             with self._conn.transaction():
                 self._conn.execute("UPDATE interlock_claims SET expires = '-infinity'"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -158,27 +157,32 @@ class PgJournal:
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         conn = self._session()
-        with conn.transaction(), conn.cursor() as cur:
-            late = self._fenced_out(cur, kind, effect_id)
+        with conn.pipeline(), conn.transaction():
+            late = self._fenced_out(conn, kind, effect_id)
             if guards:
-                _check(cur, guards)
-            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, APPEND_LOCK))
-            head = cur.execute("SELECT seq, hash FROM interlock_journal ORDER BY seq DESC LIMIT 1").fetchone()
+                _check(conn, guards)
+            # The append lock is held from here to the commit: two round trips, the lock, head and effect sent as one.
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, APPEND_LOCK))
+            head_rows = conn.execute("SELECT seq, hash FROM interlock_journal ORDER BY seq DESC LIMIT 1")
+            effect_rows = conn.execute(_EFFECT, (effect_id,))
+            head = head_rows.fetchone()
             seq, prev = (head[0] + 1, head[1]) if head else (0, None)
-            entry = seal(kind, effect_id, data, seq=seq, prev=prev, record=_fold(cur, effect_id), late=late)
-            cur.execute(
+            entry = seal(kind, effect_id, data, seq=seq, prev=prev, record=_record(effect_id, effect_rows.fetchall()),
+                         late=late)
+            conn.execute(
                 "INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, line)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                 (seq, effect_id, entry["kind"], prev, entry["effect_prev"], entry["hash"], entry.get("epoch"),
                  encode(entry).decode()))
         return entry
 
-    def _fenced_out(self, cur: psycopg.Cursor[Any], kind: str, effect_id: str) -> bool:
+    def _fenced_out(self, conn: psycopg.Connection[Any], kind: str, effect_id: str) -> bool:
         """Whether this write comes from a claim that was taken over (the row stays locked until commit)."""
         mine = self._epochs.get(effect_id)
         if mine is None:
             return False
-        row = cur.execute("SELECT epoch FROM interlock_claims WHERE effect_id = %s FOR SHARE", (effect_id,)).fetchone()
+        row = conn.execute("SELECT epoch FROM interlock_claims WHERE effect_id = %s FOR SHARE",
+                           (effect_id,)).fetchone()
         current = row[0] if row else None
         if current == mine:
             return False
@@ -187,32 +191,32 @@ class PgJournal:
         raise ClaimLost(f"effect {effect_id}: claim epoch {mine} was taken over by epoch {current}; {kind} not written")
 
 
-@contextmanager
-def _guarded(cur: psycopg.Cursor[Any]) -> Iterator[None]:
-    token = _guarding.set(cur)
-    try:
-        yield
-    finally:
-        _guarding.reset(token)
-
-
-def _check(cur: psycopg.Cursor[Any], guards: Sequence[Guard]) -> None:
+def _check(conn: psycopg.Connection[Any], guards: Sequence[Guard]) -> None:
     violations: list[str] = []
-    with _guarded(cur):
-        for guard in guards:
-            if isinstance(guard, str):
-                row = cur.execute(guard).fetchone()
-                if not (row and row[0] is True):
-                    violations.append(f"guard does not hold: {guard}")
-            else:
-                violations += guard()
+    with conn.cursor() as cur:
+        token = _guarding.set(cur)
+        try:
+            for guard in guards:
+                if isinstance(guard, str):
+                    row = cur.execute(guard).fetchone()
+                    if not (row and row[0] is True):
+                        violations.append(f"guard does not hold: {guard}")
+                else:
+                    violations += guard()
+        finally:
+            _guarding.reset(token)
     if violations:
         raise GuardFailed(violations)
 
 
+_EFFECT = "SELECT seq, line FROM interlock_journal WHERE effect_id = %s ORDER BY seq"
+
+
 def _fold(cur: psycopg.Cursor[Any], effect_id: str) -> EffectRecord | None:
-    rows = cur.execute("SELECT seq, line FROM interlock_journal WHERE effect_id = %s ORDER BY seq",
-                       (effect_id,)).fetchall()
+    return _record(effect_id, cur.execute(_EFFECT, (effect_id,)).fetchall())
+
+
+def _record(effect_id: str, rows: list[tuple[int, str]]) -> EffectRecord | None:
     if not rows:
         return None
     record = EffectRecord(effect_id)

@@ -11,7 +11,7 @@ from .journal import PgJournal
 
 @dataclass(frozen=True)
 class Row:
-    """One column of one row; read inside a dispatch guard, the row stays locked FOR SHARE until the dispatch commits."""
+    """One column of one row; read inside a dispatch guard, it stays locked FOR SHARE until the dispatch commits."""
 
     journal: PgJournal
     table: str

@@ -48,8 +48,14 @@ def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
 def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
     entries, effect_id, signature = _unpack(bundle)
+    return _verify(entries, effect_id, signature, public_key, [_recompute(e) for e in entries])
+
+
+def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_key: str | None,
+            hashes: list[str | None]) -> dict[str, Any]:
+    """`verify` on entries whose hashes are already recomputed (`hashes[i]` for `entries[i]`)."""
     problems: list[str] = []
-    chain_problems = _effect_chain(entries, effect_id)
+    chain_problems = _effect_chain(entries, effect_id, hashes)
     problems += chain_problems
     problems += [p for i, e in enumerate(entries) if isinstance(e, dict) for p in _structure(i, e)]
     good = [e for e in entries if isinstance(e, dict)]
@@ -82,28 +88,34 @@ def verify_journal(entries: list[Any], *, public_key: str | None = None,
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
     problems: list[str] = []
     previous: str | None = None
+    groups: dict[str, tuple[list[Any], list[str | None]]] = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
+        recomputed = entry_hash(entry)
+        stored = entry.get("hash")
         if entry.get("seq") != i:
             problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
         if entry.get("prev") != previous:
             problems.append(f"entries[{i}]: prev does not link to the entry before it")
-        if entry_hash(entry) != entry.get("hash"):
+        if recomputed != stored:
             problems.append(f"entries[{i}]: hash does not match the entry's content")
-        previous = entry.get("hash")
+        previous = stored
+        eid = entry.get("effect_id")
+        if isinstance(eid, str):
+            group = groups.get(eid)
+            if group is None:
+                group = groups[eid] = ([], [])
+            group[0].append(entry)
+            group[1].append(recomputed)
     signed = None
     if checkpoint is not None:
         signed, found = _checkpoint(entries, checkpoint, public_key)
         problems += found
     chain_ok = not problems
-    effects: dict[str, Any] = {}
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("effect_id"), str):
-            effects.setdefault(entry["effect_id"], []).append(entry)
-    verified = {eid: verify(group) for eid, group in effects.items()}
+    verified = {eid: _verify(group, eid, None, None, hashes) for eid, (group, hashes) in groups.items()}
     for eid, outcome in verified.items():
         problems += [f"effect {eid}: {p}" for p in outcome["problems"] if not p.startswith("entries[")]
     return {
@@ -148,7 +160,11 @@ def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:
     return entries, effect_id, signature
 
 
-def _effect_chain(entries: list[Any], effect_id: str | None) -> list[str]:
+def _recompute(entry: Any) -> str | None:
+    return entry_hash(entry) if isinstance(entry, dict) else None
+
+
+def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[str | None]) -> list[str]:
     problems = []
     chained = any(isinstance(e, dict) and "seq" in e for e in entries)
     link = "effect_prev" if chained else "prev"
@@ -160,7 +176,7 @@ def _effect_chain(entries: list[Any], effect_id: str | None) -> list[str]:
             continue
         if entry.get("effect_id") != effect_id:
             problems.append(f"entries[{i}]: effect_id {entry.get('effect_id')!r} is not the bundle's {effect_id!r}")
-        if entry_hash(entry) != entry.get("hash"):
+        if hashes[i] != entry.get("hash"):
             problems.append(f"entries[{i}]: hash does not match the entry's content")
         if entry.get(link) != previous:
             problems.append(f"entries[{i}]: {link} does not link to the entry before it")

@@ -1,0 +1,112 @@
+"""Worker processes forked from a server that has already imported the workers, so a start costs milliseconds.
+
+Each worker is still its own OS process, runs the scenario worker's own `main(argv)` and dies by a real SIGKILL
+at its kill point; only the ~1 s of imports is paid once, by the fork server, instead of once per worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", "experiments.gcp_resource.baselines",
+           "experiments.booking.worker", "experiments.booking.systems", "experiments.deciders"]
+# Variables a worker takes only from its schedule, never from the explorer's own environment.
+ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL")
+
+
+def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> None:
+    """In the forked process: arm the environment, send output to files, run the worker's main, exit with it."""
+    for name in ARMED:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+    for fd, path in ((1, stdout), (2, stderr)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    try:
+        code = importlib.import_module(module).main(argv)
+    except BaseException:  # noqa: BLE001 - a crashing worker is a finding, reported through its stderr
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 1)
+
+
+@dataclass
+class Finished:
+    """One worker's end: exit code (-9 for SIGKILL), stdout, stderr, and whether the explorer had to kill it."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+    @property
+    def outcome(self) -> str | None:
+        """The status line a worker prints last when it settles."""
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        return lines[-1].strip() if self.exit_code == 0 and lines else None
+
+
+class Worker:
+    """A started worker process."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext, module: str, argv: list[str],
+                 env: dict[str, str], output: Path):
+        self._out, self._err = output.with_suffix(".out"), output.with_suffix(".err")
+        self.process = context.Process(target=_run, args=(module, argv, env, str(self._out), str(self._err)))
+        self.process.start()
+        self.process_open = True
+
+    def alive(self) -> bool:
+        """Still running (or paused)."""
+        return self.process.is_alive()
+
+    def kill(self) -> None:
+        """SIGKILL it if it still runs."""
+        if self.process_open and self.process.is_alive():
+            self.process.kill()
+
+    def wait(self, timeout: float) -> Finished:
+        """Wait for the end; after `timeout` seconds SIGKILL it and say so."""
+        self.process.join(timeout)
+        timed_out = self.process.is_alive()
+        if timed_out:
+            self.process.kill()
+            self.process.join()
+        code = self.process.exitcode
+        self.process.close()
+        self.process_open = False
+        read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
+        return Finished(code if code is not None else -9, read(self._out), read(self._err), timed_out)
+
+
+class Forker:
+    """Starts workers from one fork server; the server and every worker go away with the explorer."""
+
+    def __init__(self) -> None:
+        self.context = multiprocessing.get_context("forkserver")
+        self.context.set_forkserver_preload(PRELOAD)
+        self._started: list[Worker] = []
+        self._lock = threading.Lock()
+
+    def start(self, module: str, argv: list[str], env: dict[str, str], output: Path) -> Worker:
+        """Start `module.main(argv)` in a new process with `env` added to the environment."""
+        worker = Worker(self.context, module, argv, env, output)
+        with self._lock:
+            self._started = [w for w in self._started if w.process_open] + [worker]
+        return worker
+
+    def stop(self) -> None:
+        """SIGKILL every worker still running (an interrupted exploration leaves none behind)."""
+        with self._lock:
+            for worker in self._started:
+                worker.kill()
