@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -153,7 +154,8 @@ def _worker(case: Path, system: str, phase: str) -> list[str]:
     return ["--case", str(case), "--system", system, "--phase", phase]
 
 
-def _first_worker(run: Run, case: Path, fault: Fault, system: str) -> tuple[harness.WorkerRun, int, dict | None]:
+def _first_worker(run: Run, case: Path, request_id: str, fault: Fault,
+                  system: str) -> tuple[harness.WorkerRun, int, dict | None]:
     """Run the first worker with the fault armed; a raced row inserts the customer event while it is paused."""
     armed = {}
     if fault.kill_at:
@@ -161,7 +163,7 @@ def _first_worker(run: Run, case: Path, fault: Fault, system: str) -> tuple[harn
     if fault.pause_at:
         armed = {"INTERLOCK_PAUSE_AT": fault.pause_at, "INTERLOCK_PAUSE_FILE": str(case / "pause")}
     if fault.cut:
-        event_id = effect_id_for(f"booking:{case.name}") if system in GATED else baseline_event_id(case.name)
+        event_id = effect_id_for(f"booking:{request_id}") if system in GATED else baseline_event_id(request_id)
         run.standin.cut_next(lambda e: e["method"] == "insert" and e["event_id"] == event_id and e["status"] == 200)
     outage = None
     with harness.start_worker(WORKER, _worker(case, system, "decide"), _worker_env(run, **armed)) as worker:
@@ -205,15 +207,11 @@ def _read_json(path: Path) -> Any:
 
 def run_cell(run: Run, index: int, fault: Fault, system: str) -> dict[str, Any]:
     """One (fault, system) cell: set up, first worker, outage, restart, ground truth; the case dir is removed."""
-    request_id = f"{run.tag}{index:02d}"
-    case = run.root / request_id
-    case.mkdir()
+    case = harness.case_dir(run.root, fault.name, system)
     try:
-        return _run_case(run, case, request_id, index, fault, system)
+        return _run_case(run, case, f"{run.tag}{index:02d}", index, fault, system)
     finally:
-        for path in sorted(case.rglob("*"), reverse=True):
-            path.rmdir() if path.is_dir() else path.unlink()
-        case.rmdir()
+        shutil.rmtree(case)
 
 
 def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, system: str) -> dict[str, Any]:
@@ -222,7 +220,7 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
                                               "slot_start": start, "slot_end": end, "system": system}))
     write_request(case / REQUEST_FILE, new_request(request_id, start))
     outage = run.customer(start, end, "before the first worker") if fault.busy_before_first_worker else None
-    first, pid, raced = _first_worker(run, case, fault, system)
+    first, pid, raced = _first_worker(run, case, request_id, fault, system)
     outage = outage or raced
     marker = case / "crash_marker"
     crashed_at = float(marker.read_text()) if marker.exists() else None
@@ -409,7 +407,7 @@ def calendar(live: bool, root: Path) -> Iterator[Run]:
                 os.environ[CALENDAR_URL] = previous
 
 
-def _services(run: Run, live: bool) -> dict[str, Any]:
+def _services(live: bool) -> dict[str, Any]:
     from importlib.metadata import version
 
     client = f"google-api-python-client {version('google-api-python-client')}"
@@ -444,7 +442,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raced_section = run_raced(ctx, args.raced_trials, progress) if raced else None
         cleaned = cleanup(ctx)
         decider = "offline-scripted (scripted decider, labelled; no model)" if not args.live else LIVE_MODEL
-        prov = harness.provenance(SCRIPT, _services(ctx, args.live), decider, CLAIM)
+        prov = harness.provenance(SCRIPT, _services(args.live), decider, CLAIM)
         calendar_name = ctx.calendar_name
     prove_cells(cells, args.out)
     return {

@@ -297,15 +297,42 @@ def _summary(cell: dict[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def _buckets(client: Any, versioned_needed: bool, unversioned_needed: bool) -> Iterator[dict[bool, str]]:
+def _standin_bucket(client: Any, versioned: bool) -> Iterator[Any]:
+    """A sandbox bucket on the stand-in, removed with a bounded cleanup.
+
+    live.sandbox_bucket's cleanup uses the client's default retries; a Ctrl-C at a terminal also stops
+    fake-gcs-server (it shares the runner's process group), and those retries would then wait minutes on a server
+    that is gone, together with its in-memory buckets. Here each call has one try and a short timeout.
+    """
+    from google.api_core.exceptions import NotFound
+    from requests.exceptions import ConnectionError as Unreachable
+
+    from experiments.live import sandbox_bucket_name
+
+    bucket = client.bucket(sandbox_bucket_name())
+    bucket.versioning_enabled = versioned
+    bucket = client.create_bucket(bucket)
+    try:
+        yield bucket
+    finally:
+        with contextlib.suppress(Unreachable):  # the stand-in is gone, and its memory backend with it
+            for blob in client.list_blobs(bucket.name, versions="true", retry=None, timeout=5):
+                with contextlib.suppress(NotFound):  # fake-gcs-server drops noncurrent generations with the live one
+                    bucket.delete_blob(blob.name, generation=blob.generation, retry=None, timeout=5)
+            bucket.delete(retry=None, timeout=5)
+
+
+@contextlib.contextmanager
+def _buckets(client: Any, live: bool, versioned_needed: bool, unversioned_needed: bool) -> Iterator[dict[bool, str]]:
     from experiments.live import sandbox_bucket
 
+    make = sandbox_bucket if live else _standin_bucket
     with contextlib.ExitStack() as stack:
         names = {}
         if versioned_needed:
-            names[True] = stack.enter_context(sandbox_bucket(client, versioned=True)).name
+            names[True] = stack.enter_context(make(client, versioned=True)).name
         if unversioned_needed:
-            names[False] = stack.enter_context(sandbox_bucket(client, versioned=False)).name
+            names[False] = stack.enter_context(make(client, versioned=False)).name
         yield names
 
 
@@ -322,7 +349,7 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
             services(args.live, Path(root) / "services") as chosen:
         client = storage_client()
         decider = AnthropicDecider(DEFAULT_MODEL) if args.live else ScriptedDecider()
-        with _buckets(client, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
+        with _buckets(client, args.live, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
             run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root) / "cells", args.live)
             for fault in faults:
                 for system in args.systems:

@@ -1,5 +1,6 @@
 """Interlock: gate an agent's side effects on premises, leases and claims, and keep a hash-chained record."""
 
+from .backends import open_journal
 from .claims import Claim, FileClaims
 from .effects import Effect, Outcome, effect_id_for
 from .gate import Gate
@@ -14,6 +15,6 @@ from .targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejec
 __all__ = [
     "BundleError", "CallableLease", "Claim", "Effect", "EffectRecord", "FileClaims", "FunctionTarget", "Gate",
     "Journal", "JournalCorrupt", "Lease", "NOT_SET", "Outcome", "Premise", "Rejected", "TIER_BLIND", "TIER_DEDUPE",
-    "TIER_LOOKUP", "Target", "UnknownOutcome", "bundle", "effect_id_for", "generate_key", "landed", "public_hex",
+    "TIER_LOOKUP", "Target", "UnknownOutcome", "bundle", "effect_id_for", "generate_key", "landed", "open_journal", "public_hex",
     "verify", "verify_journal", "write_checkpoint",
 ]

@@ -137,7 +137,6 @@ class Gate:
         self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
         return Outcome(outcomes.COMMITTED, eid, result)
 
-
     def _journal_dispatch(self, eid: str, data: dict[str, Any],
                           recheck: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
         """Write DISPATCHED. A journal in a database re-runs the check inside the write's own transaction, so a

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +160,36 @@ def test_live_without_credentials_is_one_line_and_writes_nothing(tmp_path, capsy
     err = capsys.readouterr().err
     assert "INTERLOCK_CALENDAR_KEY_FILE" in err and "ANTHROPIC_API_KEY" in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in args:
+            found.append(args)
+    return found
+
+
+def test_ctrl_c_mid_run_stops_every_worker_removes_the_cells_and_writes_nothing(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "calendar.json"
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "experiments.scenario_calendar", "--faults", "after_commit/none", "before_send/none",
+         "--raced-trials", "0", "--out", str(out)],
+        cwd=Path(__file__).resolve().parents[1], env={**os.environ, "TMPDIR": str(scratch)},
+        stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert runner.stderr.readline().startswith("[1/8]")  # one cell done, the next one's worker is starting
+        runner.send_signal(signal.SIGINT)
+        err = runner.communicate(timeout=60)[1]
+    finally:
+        runner.kill()
+
+    assert runner.returncode == 130 and "interrupted" in err
+    assert not out.exists() and list(scratch.iterdir()) == []
+    assert _processes_mentioning(str(scratch)) == []

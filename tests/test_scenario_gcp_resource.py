@@ -169,16 +169,18 @@ def test_live_without_credentials_exits_2_before_writing(tmp_path):
 
 
 def test_ctrl_c_mid_run_leaves_no_process_or_file(tmp_path):
+    """Workers run in their own sessions, so the runner outlives the signal long enough to stop them and clean up."""
     marker = uuid.uuid4().hex
     out = tmp_path / "never.json"
-    runner = _runner(["--faults", "crash_before_send_redeploy", "--out", str(out)], _offline_env(tmp_path, marker))
+    runner = _runner(["--faults", "crash_before_send_redeploy", "--out", str(out)], _offline_env(tmp_path, marker),
+                     start_new_session=True)
     try:
         line = runner.stderr.readline()
         while line and not line.startswith("[1/3]"):  # the proxy may report a killed worker's reset first
             line = runner.stderr.readline()
         assert line.startswith("[1/3]"), "the runner ended before its first cell"
         time.sleep(0.3)  # into the second cell, with its workers running
-        runner.send_signal(signal.SIGINT)
+        os.killpg(runner.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the runner and the stand-in it started
         _, err = runner.communicate(timeout=30)
     finally:
         if runner.poll() is None:

@@ -155,7 +155,7 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
             with tally.lock:
                 done[0] += 1
                 if found and system == "interlock" and not schedule.in_check_to_send_window:
-                    print(f"explore: {scenario} {system} violated {', '.join(v.kind for v in found)}: "
+                    print(f"explore: {scenario} {system} violated {', '.join(dict.fromkeys(v.kind for v in found))}: "
                           f"{schedule.replay}", file=sys.stderr)
                 if done[0] % 50 == 0 or done[0] == total:
                     print(f"explore: {scenario} {done[0]}/{total} runs ({time.monotonic() - began:.0f}s)",

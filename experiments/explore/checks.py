@@ -23,7 +23,8 @@ VIOLATIONS = {
     "worker_error": "a worker timed out or died of an unexpected error",
 }
 PREMISE_ACTIONS = frozenset({"human_write", "slot_taken"})
-LEASE_ACTIONS = frozenset({"lease_revoked", "request_cancelled"})
+# A baseline's log line that settles a job (gcp_resource writes "result", calendar "finished").
+BASELINE_RESULTS = frozenset({"result", "finished"})
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def _record(seen: Observation) -> list[Violation]:
     """The gate's journal (open dispatch, receipt) or the baselines' log (a send with no result)."""
     if not seen.system.startswith("interlock"):
         sends = sum(line.get("event") == "send" for line in seen.log)
-        results = sum(line.get("event") == "result" for line in seen.log)
+        results = sum(line.get("event") in BASELINE_RESULTS for line in seen.log)
         if sends > results:
             return [Violation("unresolved_dispatch", f"log holds {sends} send(s) and {results} result(s)")]
         return []

@@ -32,6 +32,8 @@ def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr:
         os.close(target)
     try:
         code = importlib.import_module(module).main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - a crashing worker is a finding, reported through its stderr
         traceback.print_exc()
         code = 1
@@ -85,8 +87,11 @@ class Worker:
         code = self.process.exitcode
         self.process.close()
         self.process_open = False
-        read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
-        return Finished(code if code is not None else -9, read(self._out), read(self._err), timed_out)
+        return Finished(code if code is not None else -9, _text(self._out), _text(self._err), timed_out)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 class Forker:

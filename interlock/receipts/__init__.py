@@ -8,7 +8,9 @@ checkpoint or a signed bundle, checked against a public key kept elsewhere, rule
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..canonical import entry_hash
 from ..journal import Journal
@@ -54,14 +56,13 @@ def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
 def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_key: str | None,
             hashes: list[str | None]) -> dict[str, Any]:
     """`verify` on entries whose hashes are already recomputed (`hashes[i]` for `entries[i]`)."""
-    problems: list[str] = []
-    chain_problems = _effect_chain(entries, effect_id, hashes)
-    problems += chain_problems
-    problems += [p for i, e in enumerate(entries) if isinstance(e, dict) for p in _structure(i, e)]
     good = [e for e in entries if isinstance(e, dict)]
+    chained = any("seq" in e for e in good)
+    chain_problems = _effect_chain(entries, effect_id, hashes, chained)
+    problems = chain_problems + [p for i, e in enumerate(entries) if isinstance(e, dict) for p in _structure(i, e)]
     if good and good[0].get("kind") != PROPOSED:
         problems.append("entries[0]: the first entry is not PROPOSED")
-    if any("seq" in e for e in good):
+    if chained:
         problems += _order(entries)
     result = _fold(good)
     signed = None
@@ -71,7 +72,7 @@ def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_ke
             problems.append("signature: missing or does not verify against the given public key")
     return {
         "effect_id": effect_id,
-        "format": "chained" if any(isinstance(e, dict) and "seq" in e for e in entries) else "legacy",
+        "format": "chained" if chained else "legacy",
         "valid": not problems,
         "tamper_evident": not chain_problems,
         "signed": signed,
@@ -86,6 +87,24 @@ def verify_journal(entries: list[Any], *, public_key: str | None = None,
     """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect."""
     if not isinstance(entries, list):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
+    with _collector_paused():
+        return _verify_journal(entries, public_key, checkpoint)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Verifying builds only acyclic data; on a million parsed entries the cycle collector's repeated passes over
+    them would cost more than the hashing itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _verify_journal(entries: list[Any], public_key: str | None, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     problems: list[str] = []
     previous: str | None = None
     groups: dict[str, tuple[list[Any], list[str | None]]] = {}
@@ -164,9 +183,8 @@ def _recompute(entry: Any) -> str | None:
     return entry_hash(entry) if isinstance(entry, dict) else None
 
 
-def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[str | None]) -> list[str]:
+def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[str | None], chained: bool) -> list[str]:
     problems = []
-    chained = any(isinstance(e, dict) and "seq" in e for e in entries)
     link = "effect_prev" if chained else "prev"
     previous: str | None = None
     last_seq = -1
@@ -223,7 +241,7 @@ def _structure(i: int, entry: dict[str, Any]) -> list[str]:
 def _fold(entries: list[dict[str, Any]]) -> dict[str, Any]:
     counted: list[dict[str, Any]] = []  # the checks of sends that may have fired
     span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
-    committed = 0
+    landings: list[Any] = []  # the evidence of each distinct landing
     open_dispatch = ambiguous = False
     happened_once = True
     refused_reason: Any = None
@@ -243,8 +261,8 @@ def _fold(entries: list[dict[str, Any]]) -> dict[str, Any]:
             open_dispatch = True
             span.append(entry.get("rechecked") or {})
         elif kind == COMMITTED:
-            committed += 1
             evidence = entry.get("result", entry.get("found"))
+            landings.append(evidence)
             if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(entry.get("rechecked"), dict) \
                     and "epoch" not in entry:
                 span.append(entry["rechecked"])  # the published format journaled a resend only in its COMMITTED
@@ -258,12 +276,14 @@ def _fold(entries: list[dict[str, Any]]) -> dict[str, Any]:
             counted += span
             span, open_dispatch, ambiguous = [], False, True
         elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
-            committed += 1
-            evidence = entry.get("result", evidence)
+            late = entry.get("result", entry.get("found"))
+            if late not in landings:  # the same landing reported twice is one effect, another one is a duplicate
+                landings.append(late)
+                evidence = evidence if evidence is not None else late
     counted += span
-    if committed > 1:
+    if len(landings) > 1:
         happened_once = False
-    happened: Any = True if committed else ("unknown" if open_dispatch or ambiguous else False)
+    happened: Any = True if landings else ("unknown" if open_dispatch or ambiguous else False)
     return {
         "happened": happened,
         "happened_once": happened_once,
