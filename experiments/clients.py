@@ -9,17 +9,19 @@ by setting these variables and nothing else. They name endpoints and key-file pa
 | `INTERLOCK_CALENDAR_URL` | Calendar v3 at this API root (e.g. `http://127.0.0.1:PORT/calendar/v3/`), anonymous credentials | Google Calendar with the service-account key file named by `INTERLOCK_CALENDAR_KEY_FILE` |
 | `INTERLOCK_CALENDAR_KEY_FILE` | path of the service-account JSON key for live Calendar | required when `INTERLOCK_CALENDAR_URL` is unset |
 | `INTERLOCK_MESSAGES_URL` | Messages API at this base URL (the local stub), with a placeholder key | api.anthropic.com with `ANTHROPIC_API_KEY` |
+
+Each builder imports its own client library when called: a GCS worker process never loads the anthropic or
+Calendar clients, which would take seconds of its start-up.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import anthropic
-from google.auth.credentials import AnonymousCredentials
-from google.cloud import storage
-from google.oauth2 import service_account
-from googleapiclient import discovery
+if TYPE_CHECKING:
+    import anthropic
+    from google.cloud import storage
 
 STORAGE_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
 CALENDAR_URL = "INTERLOCK_CALENDAR_URL"
@@ -34,6 +36,9 @@ STUB_API_KEY = "offline-stub-key"
 
 def storage_client() -> storage.Client:
     """The real google-cloud-storage client, at the stand-in when STORAGE_EMULATOR_HOST says so."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
     if os.environ.get(STORAGE_EMULATOR_HOST):
         return storage.Client(project=OFFLINE_PROJECT, credentials=AnonymousCredentials())
     return storage.Client()
@@ -41,6 +46,10 @@ def storage_client() -> storage.Client:
 
 def calendar_service():
     """The real google-api-python-client Calendar v3 service, built from its shipped discovery document."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.oauth2 import service_account
+    from googleapiclient import discovery
+
     url = os.environ.get(CALENDAR_URL)
     if url:
         return discovery.build(
@@ -54,6 +63,8 @@ def calendar_service():
 
 def anthropic_client() -> anthropic.Anthropic:
     """The real anthropic SDK client, at the local Messages stub when INTERLOCK_MESSAGES_URL says so."""
+    import anthropic
+
     url = os.environ.get(MESSAGES_URL)
     if url:
         return anthropic.Anthropic(base_url=url, api_key=STUB_API_KEY, max_retries=0)

@@ -1,16 +1,20 @@
-"""The live decider: Claude through the real anthropic SDK Messages API, with the tools forced one by one."""
+"""The live decider: Claude through the real anthropic SDK Messages API, with the tools forced one by one.
+
+The SDK is imported only when a decider builds its client, so importing the deciders costs scripted runs nothing.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from experiments.clients import anthropic_client
 from experiments.deciders.tools import (BOOK_CALL, GET_CONFIG, ROLLBACK_CONFIG, DecisionRejected, check_booking,
                                         check_rollback)
+
+if TYPE_CHECKING:
+    import anthropic
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 _MAX_TOKENS = 1024

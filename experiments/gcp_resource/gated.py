@@ -13,7 +13,7 @@ from google.cloud import storage
 
 from interlock import Effect, Gate
 from interlock.receipts import bundle
-from interlock.targets.gcs import EFFECT_ID_KEY, GcsObjectTarget, generation_premise
+from interlock.targets.gcs import GcsObjectTarget, generation_premise
 
 from experiments.gcp_resource.case import (AGENT, AGENT_WRITER, INCIDENT_FILE, JOURNAL_FILE, WRITER_KEY,
                                            IncidentLease, effect_key)
@@ -22,22 +22,6 @@ from experiments.gcp_resource.scoring import journal_kinds, receipt_summary
 
 INTERLOCK, INTERLOCK_TTL = "interlock", "interlock_ttl"
 CLAIM_WAIT_SECONDS = 10.0
-
-
-class ListingTarget(GcsObjectTarget):
-    """GcsObjectTarget whose lookup lists versions with the string "true".
-
-    The library's lookup passes versions=True, which the client sends as "True"; fake-gcs-server 1.54 reads only
-    "true" and then lists the live generation alone, so a replaced write would be missed on the stand-in. Remove
-    this class once interlock/targets/gcs.py passes the string itself.
-    """
-
-    def lookup(self, effect_id: str, payload: dict[str, Any]) -> str | None:
-        """The generation this effect wrote, found in the full version listing by its effect-id metadata."""
-        for blob in self.bucket.list_blobs(prefix=self.object_name, versions="true"):
-            if blob.name == self.object_name and (blob.metadata or {}).get(EFFECT_ID_KEY) == effect_id:
-                return str(blob.generation)
-        return None
 
 
 def submit(system: str, phase: str, case_dir: Path, client: storage.Client, case: dict[str, Any],
@@ -53,7 +37,7 @@ def submit(system: str, phase: str, case_dir: Path, client: storage.Client, case
         lease=IncidentLease(case_dir / INCIDENT_FILE),
         agent=AGENT,
     )
-    gate = Gate(case_dir / JOURNAL_FILE, ListingTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}),
+    gate = Gate(case_dir / JOURNAL_FILE, GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}),
                 claim_wait=CLAIM_WAIT_SECONDS)
     if system == INTERLOCK_TTL and phase == "restart":
         _wait_out_claim_ttl(gate, effect.effect_id)

@@ -8,31 +8,17 @@ leaves the job to the next worker.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
-from google.auth.credentials import AnonymousCredentials
-from google.cloud import storage
-
+from experiments.clients import storage_client
 from experiments.gcp_resource.case import CASE_FILE, DECISION_FILE, body, outcome_file, read_json
 from experiments.harness import write_result
 
 SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_ttl")
 PHASES = ("decide", "restart")
 USAGE = f"usage: python -m experiments.gcp_resource.worker {{{','.join(SYSTEMS)}}} {{{','.join(PHASES)}}} CASE_DIR"
-
-
-def storage_client() -> storage.Client:
-    """The real google-cloud-storage client, at the stand-in when STORAGE_EMULATOR_HOST is set.
-
-    Same rule as experiments.clients.storage_client; built here because that module imports the anthropic and
-    Calendar clients at import time, which would dominate a worker's start-up.
-    """
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        return storage.Client(project="interlock-offline", credentials=AnonymousCredentials())
-    return storage.Client()
 
 
 def run(system: str, phase: str, case_dir: Path) -> str:
