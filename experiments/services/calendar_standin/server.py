@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from experiments.services._serving import Predicate, loopback_server, serving
+from experiments.services._serving import Predicate, error_log_beside, loopback_server, serving
 from experiments.services.calendar_standin.handler import ROOT, handler_for
 from experiments.services.calendar_standin.store import CalendarStore
 
@@ -32,9 +32,13 @@ class CalendarStandin:
 
 @contextlib.contextmanager
 def calendar_standin(log_path: Path | None = None) -> Iterator[CalendarStandin]:
-    """Serve a fresh, empty stand-in on a free loopback port until the block ends."""
+    """Serve a fresh, empty stand-in on a free loopback port until the block ends.
+
+    With a write log, failed exchanges (a client killed mid-exchange) go to `<log stem>.errors.log` beside it.
+    """
     store = CalendarStore(log_path)
-    with serving(loopback_server(handler_for(store))) as server:
+    error_log = error_log_beside(log_path) if log_path is not None else None
+    with serving(loopback_server(handler_for(store), error_log)) as server:
         port = server.server_address[1]
         store.link_base = f"http://127.0.0.1:{port}"
         yield CalendarStandin(store, port)
