@@ -8,6 +8,9 @@ environment for the block, so the harness and the worker processes it spawns bui
 (experiments.clients). Secrets stay where the user put them: the environment overlay and the provenance name
 endpoints, files' variables and credential kinds, never a credential value.
 
+Each scenario names the roles it uses (object_store, calendar, model); live mode asks only for their credentials,
+and offline only their stand-ins start.
+
 `python -m experiments.live [--live]` checks the credentials and prints the provenance of the chosen services.
 """
 
@@ -18,14 +21,13 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-
-from google.api_core.exceptions import NotFound
 
 from experiments import clients
 from experiments.deciders import DEFAULT_MODEL, MODEL_ENV, SCRIPTED_MODEL
@@ -37,6 +39,8 @@ from experiments.services.gcs_proxy import RecordingProxy, recording_proxy
 LIVE_ENV = "INTERLOCK_LIVE"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 ADC_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+OBJECT_STORE, CALENDAR, MODEL = "object_store", "calendar", "model"
+ROLES = (OBJECT_STORE, CALENDAR, MODEL)
 ROLE_VARIABLES = (clients.STORAGE_EMULATOR_HOST, clients.CALENDAR_URL, clients.MESSAGES_URL, MODEL_ENV)
 """Variables `services()` owns: set or removed for the block, so a stray value cannot pick the wrong service."""
 
@@ -67,49 +71,69 @@ def add_live_flag(parser: argparse.ArgumentParser) -> None:
                         help=f"use the real Google services and model (or set {LIVE_ENV}=1); default: local stand-ins")
 
 
-def missing_credentials() -> list[str]:
-    """What live mode lacks, one phrase per credential, without reading any secret's value."""
+def missing_credentials(roles: Iterable[str] = ROLES) -> list[str]:
+    """What live mode lacks for these roles, one phrase per credential, without reading any secret's value."""
+    roles = _known_roles(roles)
     missing = []
-    if not _adc_path().is_file():
+    if OBJECT_STORE in roles and not _adc_path().is_file():
         missing.append(f"Google application default credentials (set {ADC_ENV} or run "
                        "`gcloud auth application-default login`)")
     key_file = os.environ.get(clients.CALENDAR_KEY_FILE)
-    if not key_file:
-        missing.append(f"{clients.CALENDAR_KEY_FILE} (path of the Calendar service-account key file)")
-    elif not Path(key_file).is_file():
-        missing.append(f"{clients.CALENDAR_KEY_FILE} names {key_file}, which is not a file")
-    if not os.environ.get(ANTHROPIC_KEY_ENV):
+    if CALENDAR in roles:
+        if not key_file:
+            missing.append(f"{clients.CALENDAR_KEY_FILE} (path of the Calendar service-account key file)")
+        elif not Path(key_file).is_file():
+            missing.append(f"{clients.CALENDAR_KEY_FILE} names {key_file}, which is not a file")
+    if MODEL in roles and not os.environ.get(ANTHROPIC_KEY_ENV):
         missing.append(f"{ANTHROPIC_KEY_ENV} (Anthropic API key)")
     return missing
 
 
-def check_credentials(live: bool) -> None:
-    """Exit 2 with one line on stderr before anything is written when live mode lacks a credential."""
+def check_credentials(live: bool, roles: Iterable[str] = ROLES) -> None:
+    """Exit 2 with one line on stderr before anything is written when live mode lacks a credential a role needs."""
     if not live:
         return
-    missing = missing_credentials()
+    missing = missing_credentials(roles)
     if missing:
         print(f"interlock: --live needs {'; '.join(missing)}", file=sys.stderr)
         raise SystemExit(2)
 
 
 @contextlib.contextmanager
-def services(live: bool, work_dir: Path | None = None) -> Iterator[Services]:
-    """Start what the chosen mode needs, expose it through the environment for the block, and stop it after."""
-    check_credentials(live)
-    work_dir = Path(work_dir or tempfile.mkdtemp(prefix="interlock-services-"))
-    work_dir.mkdir(parents=True, exist_ok=True)
+def services(live: bool, work_dir: Path | None = None, roles: Iterable[str] = ROLES) -> Iterator[Services]:
+    """Start what the chosen mode needs for these roles, expose it through the environment for the block, and stop
+    it after; a work directory made here (none given) is removed with everything in it."""
+    roles = _known_roles(roles)
+    check_credentials(live, roles)
     with contextlib.ExitStack() as stack:
+        if work_dir is None:
+            work_dir = Path(tempfile.mkdtemp(prefix="interlock-services-"))
+            stack.callback(shutil.rmtree, work_dir, ignore_errors=True)  # runs last, after the stand-ins stopped
+        work_dir = Path(work_dir)
+        work_dir.mkdir(parents=True, exist_ok=True)
         if live:
-            chosen = Services(live, {MODEL_ENV: DEFAULT_MODEL}, live_provenance(), work_dir)
+            provenance = {role: facts for role, facts in live_provenance().items() if role in roles}
+            chosen = Services(live, {MODEL_ENV: DEFAULT_MODEL} if MODEL in roles else {}, provenance, work_dir)
         else:
-            store = stack.enter_context(fake_gcs(work_dir / "fake-gcs-server.log"))
-            proxy = stack.enter_context(recording_proxy(store.endpoint, work_dir / "gcs-wire.jsonl"))
-            calendar = stack.enter_context(calendar_standin(work_dir / "calendar-writes.jsonl"))
-            env = {clients.STORAGE_EMULATOR_HOST: proxy.endpoint, clients.CALENDAR_URL: calendar.endpoint}
-            chosen = Services(live, env, offline_provenance(), work_dir, gcs_proxy=proxy, calendar=calendar)
+            provenance = {role: facts for role, facts in offline_provenance().items() if role in roles}
+            chosen = Services(live, {}, provenance, work_dir)
+            if OBJECT_STORE in roles:
+                store = stack.enter_context(fake_gcs(work_dir / "fake-gcs-server.log"))
+                chosen.gcs_proxy = stack.enter_context(recording_proxy(store.endpoint, work_dir / "gcs-wire.jsonl"))
+                chosen.env[clients.STORAGE_EMULATOR_HOST] = chosen.gcs_proxy.endpoint
+            if CALENDAR in roles:
+                chosen.calendar = stack.enter_context(calendar_standin(work_dir / "calendar-writes.jsonl"))
+                chosen.env[clients.CALENDAR_URL] = chosen.calendar.endpoint
         stack.enter_context(_environment(chosen.env))
         yield chosen
+
+
+def _known_roles(roles: Iterable[str]) -> frozenset[str]:
+    chosen = frozenset(roles)
+    unknown = chosen - set(ROLES)
+    if unknown:
+        raise ValueError(f"unknown service role(s) {', '.join(sorted(unknown))}; known: {', '.join(ROLES)}")
+    return chosen
 
 
 def offline_provenance() -> dict:
@@ -142,6 +166,9 @@ def live_provenance() -> dict:
     }
 
 
+_STANDIN_CLEANUP_SECONDS = 5.0
+
+
 def sandbox_bucket_name() -> str:
     """interlock-sandbox-<10 hex>: the only bucket names the experiments create and delete."""
     return f"interlock-sandbox-{secrets.token_hex(5)}"
@@ -149,17 +176,29 @@ def sandbox_bucket_name() -> str:
 
 @contextlib.contextmanager
 def sandbox_bucket(client, versioned: bool = True) -> Iterator:
-    """A fresh sandbox bucket for one run, deleted with every generation afterwards."""
+    """A fresh sandbox bucket for one run, deleted with every generation afterwards.
+
+    On the stand-in each cleanup call gets one try and a short timeout: a stand-in that is gone took its in-memory
+    buckets with it, and the client's default retries would only wait minutes on it. Cloud Storage gets the
+    client's default retries, and a bucket it fails to delete is reported by the exception.
+    """
+    from google.api_core.exceptions import NotFound
+    from requests.exceptions import ConnectionError as Unreachable
+    from requests.exceptions import Timeout
+
     bucket = client.bucket(sandbox_bucket_name())
     bucket.versioning_enabled = versioned
     bucket = client.create_bucket(bucket)
+    standin = bool(os.environ.get(clients.STORAGE_EMULATOR_HOST))
+    bounded = {"retry": None, "timeout": _STANDIN_CLEANUP_SECONDS} if standin else {}
     try:
         yield bucket
     finally:
-        for blob in client.list_blobs(bucket.name, versions="true"):
-            with contextlib.suppress(NotFound):
-                bucket.delete_blob(blob.name, generation=blob.generation)
-        bucket.delete()
+        with contextlib.suppress(Unreachable, Timeout) if standin else contextlib.nullcontext():
+            for blob in client.list_blobs(bucket.name, versions="true", **bounded):
+                with contextlib.suppress(NotFound):  # fake-gcs-server drops noncurrent generations with the live one
+                    bucket.delete_blob(blob.name, generation=blob.generation, **bounded)
+            bucket.delete(**bounded)
 
 
 @contextlib.contextmanager

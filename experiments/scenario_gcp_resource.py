@@ -37,6 +37,7 @@ from experiments.gcp_resource import scoring
 SCENARIO = "gcp_resource"
 SCRIPT = "experiments/scenario_gcp_resource.py"
 WORKER = "experiments.gcp_resource.worker"
+ROLES = ("object_store", "model")  # the services this scenario uses; live mode asks only for their credentials
 DEFAULT_OUT = harness.ROOT / "results" / "scenarios" / f"{SCENARIO}.json"
 WORKER_TIMEOUT_SECONDS = 90.0
 PAUSE_TIMEOUT_SECONDS = 30.0
@@ -211,11 +212,10 @@ def _cell(run: Run, fault: Fault, system: str, directory: Path, seed: str, decis
           first: harness.WorkerRun, restart: harness.WorkerRun | None, paused: bool | None) -> dict[str, Any]:
     live, versions = _ground_truth(run, run.buckets[fault.versioned], object_name(fault.name, system))
     artifacts: dict[str, Any] = {"gcs_live_raw": live, "gcs_versions_raw": versions}
-    write_log = None
-    if run.proxy is not None and (fault.needs_proxy):
+    if run.proxy is not None and fault.needs_proxy:
         name = object_name(fault.name, system)
-        write_log = [e for e in run.proxy.write_log() if e.get("object") == name and e.get("method") != "GET"]
-        artifacts["write_log"] = write_log
+        artifacts["write_log"] = [e for e in run.proxy.write_log() if e.get("object") == name
+                                  and e.get("method") != "GET"]
     artifacts.update(harness.collect_artifacts(directory))
     artifacts.setdefault("log.jsonl", [])
     artifacts.setdefault("journal.jsonl", [])
@@ -223,34 +223,30 @@ def _cell(run: Run, fault: Fault, system: str, directory: Path, seed: str, decis
     last = restart or first
     settled = artifacts.get(outcome_file("restart" if restart else "decide"))
     outcome = settled["outcome"] if isinstance(settled, dict) else "AMBIGUOUS"
-    writes = (scoring.writes_from_versions(versions) if fault.versioned else scoring.writes_from_log(write_log or []))
-    truth = scoring.judge(writes, live, fault.want_writes, fault.want_owner)
-    gated = system.startswith("interlock")
-    said = scoring.gate_record(artifacts["journal.jsonl"]) if gated else scoring.baseline_record(artifacts["log.jsonl"])
+    first_settled = artifacts.get(outcome_file("decide"))
     start, settle_from = _fault_time(run, fault, system, artifacts, first)
     settled_at = settled.get("settled_at") if isinstance(settled, dict) else last.ended
     ids: dict[str, Any] = {
         "bucket": run.buckets[fault.versioned], "object": object_name(fault.name, system), "seed_generation": seed,
         "decided_on_generation": decision["generation"], "human_redeploy_generation": redeploy,
-        "agent_write_generations": truth["agent_writes"], "live_generation": truth["live_generation"],
-        "all_generations": [list(pair) for pair in writes],
     }
+    gated = system.startswith("interlock")
     if gated and artifacts["journal.jsonl"]:
         entries = artifacts["journal.jsonl"]
         eid = entries[0]["effect_id"]
-        mine = [e for e in entries if e.get("effect_id") == eid]
-        ids.update(effect_id=eid, journal=scoring.journal_kinds(mine), receipt=scoring.receipt_summary(mine, eid))
+        ids.update(effect_id=eid, journal=scoring.journal_kinds([e for e in entries if e.get("effect_id") == eid]))
     cell = {
         "system": system,
         "fault": fault.name,
         "outcome": outcome,
-        "ground_truth": scoring.ground_truth_line(truth),
+        "first_worker_outcome": first_settled["outcome"] if isinstance(first_settled, dict) else None,
+        "ground_truth": None,  # this and the other scored columns: scoring.score(), the pipeline's judge
         "want": fault.want,
-        "invariant_held": truth["held"],
-        "answer_matches_service": scoring.answer_matches(outcome, truth["agent_writes"]),
-        "can_prove_what_happened": scoring.can_prove(said, truth["agent_writes"]),
+        "invariant_held": None,
+        "answer_matches_service": None,
+        "can_prove_what_happened": None,
         "record": RECORDS[system],
-        "record_says": said,
+        "record_says": None,
         "ids": ids,
         "seconds_to_settle": round(settled_at - start, 1),
         "worker_exits": [first.exit_code] + ([restart.exit_code] if restart else []),
@@ -274,6 +270,7 @@ def _cell(run: Run, fault: Fault, system: str, directory: Path, seed: str, decis
     timed_out = [r.module + " " + " ".join(r.args) for r in (first, restart) if r is not None and r.timed_out]
     if timed_out:
         cell["timed_out"] = timed_out
+    scoring.score(cell, f"{fault.name}/{system}")
     return cell
 
 
@@ -297,42 +294,15 @@ def _summary(cell: dict[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def _standin_bucket(client: Any, versioned: bool) -> Iterator[Any]:
-    """A sandbox bucket on the stand-in, removed with a bounded cleanup.
-
-    live.sandbox_bucket's cleanup uses the client's default retries; a Ctrl-C at a terminal also stops
-    fake-gcs-server (it shares the runner's process group), and those retries would then wait minutes on a server
-    that is gone, together with its in-memory buckets. Here each call has one try and a short timeout.
-    """
-    from google.api_core.exceptions import NotFound
-    from requests.exceptions import ConnectionError as Unreachable
-
-    from experiments.live import sandbox_bucket_name
-
-    bucket = client.bucket(sandbox_bucket_name())
-    bucket.versioning_enabled = versioned
-    bucket = client.create_bucket(bucket)
-    try:
-        yield bucket
-    finally:
-        with contextlib.suppress(Unreachable):  # the stand-in is gone, and its memory backend with it
-            for blob in client.list_blobs(bucket.name, versions="true", retry=None, timeout=5):
-                with contextlib.suppress(NotFound):  # fake-gcs-server drops noncurrent generations with the live one
-                    bucket.delete_blob(blob.name, generation=blob.generation, retry=None, timeout=5)
-            bucket.delete(retry=None, timeout=5)
-
-
-@contextlib.contextmanager
-def _buckets(client: Any, live: bool, versioned_needed: bool, unversioned_needed: bool) -> Iterator[dict[bool, str]]:
+def _buckets(client: Any, versioned_needed: bool, unversioned_needed: bool) -> Iterator[dict[bool, str]]:
     from experiments.live import sandbox_bucket
 
-    make = sandbox_bucket if live else _standin_bucket
     with contextlib.ExitStack() as stack:
         names = {}
         if versioned_needed:
-            names[True] = stack.enter_context(make(client, versioned=True)).name
+            names[True] = stack.enter_context(sandbox_bucket(client, versioned=True)).name
         if unversioned_needed:
-            names[False] = stack.enter_context(make(client, versioned=False)).name
+            names[False] = stack.enter_context(sandbox_bucket(client, versioned=False)).name
         yield names
 
 
@@ -346,10 +316,10 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     progress = harness.Progress(len(faults) * len(args.systems))
     with tempfile.TemporaryDirectory(prefix="interlock-gcp-") as root, \
-            services(args.live, Path(root) / "services") as chosen:
+            services(args.live, Path(root) / "services", ROLES) as chosen:
         client = storage_client()
         decider = AnthropicDecider(DEFAULT_MODEL) if args.live else ScriptedDecider()
-        with _buckets(client, args.live, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
+        with _buckets(client, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
             run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root) / "cells", args.live)
             for fault in faults:
                 for system in args.systems:
@@ -358,7 +328,7 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
                     cell = run_cell(run, fault, system)
                     progress.step(label, _summary(cell))
                     cells.append(cell)
-        services_used = {role: chosen.provenance[role] for role in ("object_store", "model")}
+        services_used = dict(chosen.provenance)
         services_used["queue"] = {"real": False, "name": "local job.json file (at-least-once redelivery to the "
                                                          "restart worker), for the baselines", "version": None}
         project = client.project
@@ -390,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     except _Usage as exc:
         print(f"scenario_gcp_resource: {exc}", file=sys.stderr)
         return 2
-    check_credentials(args.live)
+    check_credentials(args.live, ROLES)
     try:
         with harness.terminate_as_interrupt():
             result = run_scenario(args)

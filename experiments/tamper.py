@@ -55,7 +55,8 @@ KINDS = {
     "other_key": "the bundle signature or checkpoint made with a different key",
 }
 # What receipts.COVERS says an unsigned chain cannot rule out, in its own words.
-DOCUMENTED = {"cut_tail": "a cut tail", "forged_committed": "a well-formed entry appended"}
+DOCUMENTED = {"cut_tail": "a cut tail", "forged_committed": "a well-formed entry appended",
+              "other_key": "Without a trusted key a signature proves nothing"}
 
 
 @dataclass
@@ -260,7 +261,7 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
                 expect = UNDETECTABLE if not original.chained or _open_send(head) else FLAG
                 yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
                              head + [forged_committed(head)], expect)
-        yield Mutant("other_key", original, "signature", list(entries),
+        yield Mutant("other_key", original, "signature", list(entries), UNDETECTABLE,
                      foreign=sign(keys.stranger, bundle_statement(_effect_id(original), entries)))
     else:
         yield from _effect_deletions(original)

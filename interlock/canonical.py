@@ -6,6 +6,11 @@ import hashlib
 import json
 from typing import Any
 
+try:  # an optional accelerator for checking stored hashes; the hash rule itself never depends on it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    _orjson = None
+
 
 # Built once: json.dumps with these options would build a new encoder for every entry it hashes.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str,
@@ -27,3 +32,22 @@ def entry_hash(entry: dict[str, Any]) -> str:
 def digest(obj: Any) -> str:
     """sha256 hex of a JSON value's canonical form (payload binding, signatures)."""
     return hashlib.sha256(canonical_bytes(obj)).hexdigest()
+
+
+def hash_holds(entry: dict[str, Any]) -> bool:
+    """Whether an entry's stored `hash` is the hash of its content under the canonical rule.
+
+    With orjson installed the entry is first encoded by orjson (sorted keys, compact): when those bytes hash to
+    the stored value they are, barring a sha256 collision, the very bytes the writer hashed, so the canonical
+    encoding of this content is too. Anything else (non-ASCII text, exponent floats, a tampered entry) falls
+    back to the canonical encoder, so the answer never differs from `entry_hash(entry) == entry["hash"]`.
+    """
+    body = dict(entry)
+    stored = body.pop("hash", None)
+    if _orjson is not None:
+        try:
+            if hashlib.sha256(_orjson.dumps(body, option=_orjson.OPT_SORT_KEYS)).hexdigest() == stored:
+                return True
+        except TypeError:
+            pass
+    return hashlib.sha256(canonical_bytes(body)).hexdigest() == stored

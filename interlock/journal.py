@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .canonical import entry_hash
+from .canonical import entry_hash, hash_holds
 from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT
 
 
@@ -209,7 +209,7 @@ class Journal:
         record = self._effects.get(entry["effect_id"])
         if entry.get("effect_prev") != (record.last_hash if record else None):
             raise JournalCorrupt(f"{where}: effect_prev does not link to the effect's previous entry")
-        if entry_hash(entry) != entry["hash"]:
+        if not hash_holds(entry):
             raise JournalCorrupt(f"{where}: hash does not match the entry's content")
         return entry
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -281,3 +284,19 @@ def test_a_worker_process_reaches_the_standin_hosted_by_this_process(calendar_ap
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
 
     assert calendar_api.events().get(calendarId="primary", eventId="bkjob00001").execute()["status"] == "confirmed"
+
+
+def test_a_client_reset_mid_request_goes_to_the_error_log_not_stderr(calendar_server, tmp_path, capfd):
+    host, port = calendar_server.endpoint.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(b"POST /calendar/v3/calendars/primary/events HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Length: 100\r\n\r\n{")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    error_log = tmp_path / "calendar-writes.errors.log"
+    deadline = time.monotonic() + 10
+    while not error_log.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    assert "ConnectionResetError" in error_log.read_text()
+    assert capfd.readouterr().err == ""
+    assert calendar_server.write_log() == []

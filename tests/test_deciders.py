@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from experiments.deciders import (AnthropicDecider, DecisionRejected, ScriptedDecider, decider_from_env,
                                   persisted_decision)
 
+ROOT = Path(__file__).resolve().parents[1]
 CASE = {"bucket": "interlock-sandbox-0123456789", "object": "config/app.json", "incident_id": "INC-2207",
         "incident": "INC-2207: checkout has returned HTTP 500 since config v42 was deployed. "
                     "The on-call lead approved one change: roll the object back to the known-good v41."}
@@ -119,3 +123,12 @@ def test_decider_follows_the_model_variable(monkeypatch):
     monkeypatch.setenv("INTERLOCK_MESSAGES_URL", "http://127.0.0.1:9")
     chosen = decider_from_env()
     assert isinstance(chosen, AnthropicDecider) and chosen.model == "claude-haiku-4-5"
+
+
+def test_importing_the_deciders_loads_no_cloud_client():
+    code = ("import sys, experiments.deciders, experiments.clients\n"
+            "print(sorted(m for m in ('anthropic', 'googleapiclient', 'google.cloud.storage') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

