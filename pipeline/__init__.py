@@ -3,12 +3,12 @@
 from .compare import compare_published, published_runs
 from .derive import derive, derive_cell
 from .load import BadInput
-from .model import (Cell, Decision, Difference, FaultNote, GroundTruth, Proof, Provenance, RecordSays, Scenario,
-                    Service, SystemSummary, Tally)
+from .model import (Cell, Decision, Difference, FaultNote, GroundTruth, Proof, Provenance, RacedDispatch,
+                    RacedVariant, RecordSays, Scenario, Service, Spread, SystemSummary, Tally)
 from .tables import as_text, cells_frame, summary_frame
 
 __all__ = [
-    "BadInput", "Cell", "Decision", "Difference", "FaultNote", "GroundTruth", "Proof", "Provenance", "RecordSays",
-    "Scenario", "Service", "SystemSummary", "Tally", "as_text", "cells_frame", "compare_published", "derive",
-    "derive_cell", "published_runs", "summary_frame",
+    "BadInput", "Cell", "Decision", "Difference", "FaultNote", "GroundTruth", "Proof", "Provenance", "RacedDispatch",
+    "RacedVariant", "RecordSays", "Scenario", "Service", "Spread", "SystemSummary", "Tally", "as_text", "cells_frame",
+    "compare_published", "derive", "derive_cell", "published_runs", "summary_frame",
 ]

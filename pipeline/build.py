@@ -10,14 +10,18 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .benchmarks import benchmarks
 from .compare import published_runs
 from .derive import derive
 from .load import BadInput
 from .model import Scenario
+from .reliability import reliability
 from .render import render_site
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results" / "scenarios"
+RELIABILITY = REPO / "results" / "reliability"
+BENCH = REPO / "results" / "bench"
 CONFIG = REPO / "mkdocs.yml"
 
 
@@ -68,9 +72,10 @@ def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
 
 
 def render(files: Sequence[Path], docs: Path) -> tuple[list[Scenario], list]:
-    """Judge every file and write the site's Markdown: everything but mkdocs, as benchmarked."""
+    """Judge every file and write the site's Markdown: everything but mkdocs, as benchmarked. The reliability and
+    benchmark pages read whatever results/reliability/ and results/bench/ hold."""
     scenarios = [derive(path) for path in files]
-    return scenarios, render_site(scenarios, published_runs(), docs)
+    return scenarios, render_site(scenarios, published_runs(), docs, reliability(RELIABILITY), benchmarks(BENCH))
 
 
 def build(files: Sequence[Path], out: Path) -> Path:

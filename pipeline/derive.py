@@ -10,7 +10,8 @@ from interlock.outcomes import UnknownOutcome, landed
 from . import judge, record, score
 from .load import Node, read
 from .model import Cell, Decision, Provenance, Scenario, Service
-from .scenarios import CALENDAR, GATE, GCP, SPECS, scenario_name
+from .raced import raced_dispatch
+from .scenarios import CALENDAR, GATE, GCP, SPECS, calendar_setting, gcp_setting, scenario_name, trigger
 from .summary import summarize
 from .verdict import fault_notes, verdict
 
@@ -68,10 +69,15 @@ def _gcp_cell(cell: Node, fault: str, system: str) -> dict[str, Any]:
         lines = artifacts.at("log.jsonl").items()
         says, receipt = record.baseline_record(lines, artifacts.child_path("log.jsonl")), None
         log = [line.value for line in lines]
+    exits = _exits(cell.at("worker_exits"))
+    decided = artifacts.opt_node("outcome_decide.json")  # files written before `first_worker_outcome` was stored
+    first = cell.opt_node("first_worker_outcome") or (decided.opt_node("outcome") if decided else None)
     return dict(
         truth=judge.judge_gcp(cell, fault), record=says, receipt=receipt, journal=tuple(journal), worker_log=log,
-        decision=_decision(cell, "reason", None), worker_exits=_exits(cell.at("worker_exits")),
-        seconds_to_settle=_gcp_seconds(cell, artifacts),
+        decision=_decision(cell, "reason", None), worker_exits=exits,
+        seconds_to_settle=_gcp_seconds(cell, artifacts), first_node=first,
+        trigger=trigger(exits, cell.opt("connection_cut_after_commit", "boolean", False), False),
+        settle_from=cell.opt("settle_from", "string"), setting=gcp_setting(cell, fault),
     )
 
 
@@ -87,11 +93,18 @@ def _calendar_cell(cell: Node, fault: str, system: str) -> dict[str, Any]:
         lines = record.worker_log_lines(evidence.at("worker_log"))
         source = f"{evidence.path}.worker_log+result_file"
         says, receipt = record.baseline_record(lines, source, evidence.at("result_file")), None
+    crash_point, action = cell.get("crash_point", "string"), cell.get("outage_action", "string")
+    exits = _exits(cell.at("worker_exit_codes"))
+    timing = cell.opt_node("timing")
     return dict(
-        truth=judge.judge_calendar(cell, cell.get("crash_point", "string"), cell.get("outage_action", "string")),
+        truth=judge.judge_calendar(cell, crash_point, action),
         record=says, receipt=receipt, journal=tuple(journal), worker_log=evidence.get("worker_log", "string"),
-        decision=_decision(cell, None, "summary"), worker_exits=_exits(cell.at("worker_exit_codes")),
+        decision=_decision(cell, None, "summary"), worker_exits=exits,
         seconds_to_settle=float(cell.get("seconds_to_settle", "number")),
+        first_node=cell.opt_node("first_worker_outcome"),
+        trigger=trigger(exits, crash_point == "network_cut", action.startswith("raced")),
+        settle_from=timing.opt("settled_from", "string") if timing else None,
+        setting=calendar_setting(crash_point, action),
     )
 
 
@@ -116,13 +129,24 @@ def derive_cell(cell: Node, index: int, scenario: str) -> Cell:
     parts = (_calendar_cell if calendar else _gcp_cell)(cell, fault, system)
     truth, exits = parts["truth"], parts["worker_exits"]
     proof = score.prove(parts["record"], truth)
+    first = parts.pop("first_node")
+    first_claim = _claim(first) if first is not None else None
     return Cell(
         index=index, scenario=scenario, fault=fault, system=system, outcome=outcome_node.value, landed=claim,
         agent_writes=len(truth.agent_writes), want=truth.want, invariant_held=truth.invariant_held,
         answer_matches=score.answer_matches(claim, truth, exactly_one=calendar), can_prove=proof.ok, proof=proof,
+        first_worker_outcome=first.value if first is not None else None,
+        first_answer_matches=score.answer_matches(first_claim, truth, exactly_one=calendar),
         ids=cell.value.get("ids"), crash_fired=bool(exits) and exits[0] == -9,
         stored=_stored(cell, "answer_matches_calendar" if calendar else "answer_matches_service"), **parts,
     )
+
+
+def _commit(node: Node) -> str | None:
+    """The run's git commit, marked when the tree had uncommitted changes."""
+    commit = node.opt("commit", "string")
+    dirty = node.opt("commit_dirty", "boolean", False)
+    return f"{commit} (with uncommitted changes)" if commit and dirty else commit
 
 
 def _provenance(top: Node, scenario: str) -> Provenance:
@@ -152,7 +176,7 @@ def _provenance(top: Node, scenario: str) -> Provenance:
     return Provenance(
         published=False, generated=generated, script=node.opt("script", "string"), services=tuple(services),
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
-        versions=node.opt("versions", "object", {}), commit=node.opt("commit", "string"),
+        versions=node.opt("versions", "object", {}), commit=_commit(node),
         claim=node.opt("claim", "object", {}), extra=extra,
     )
 
@@ -178,5 +202,5 @@ def derive(path: str | Path) -> Scenario:
     return Scenario(
         name=name, title=spec.title, source=str(path), provenance=provenance, faults=faults, systems=systems,
         cells=cells, summaries=summaries, verdict=verdict(spec, cells, systems, summaries),
-        notes=fault_notes(spec, cells, faults, systems),
+        notes=fault_notes(spec, cells, faults, systems), raced=raced_dispatch(top),
     )

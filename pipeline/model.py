@@ -112,6 +112,11 @@ class Cell:
     decision: Decision | None
     worker_exits: tuple[int, ...]
     crash_fired: bool  # the first worker died by SIGKILL
+    trigger: str  # how the fault struck the first worker: "sigkill" | "network_cut" | "raced" | "no_crash"
+    first_worker_outcome: str | None  # what the first worker itself reported (None: it reported nothing)
+    first_answer_matches: bool | None  # that report against the service (None: it cannot say or said nothing)
+    settle_from: str | None  # what the settle time is counted from, as the run recorded it
+    setting: tuple[str, ...]  # what the fault does, one phrase each, from the cell's own fault settings
     stored: Mapping[str, Any]  # the scored columns as the file itself stored them (for comparison)
 
     def as_json(self) -> dict[str, Any]:
@@ -176,6 +181,40 @@ class Difference:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """Milliseconds over n trials: the median and the 95th percentile (nearest rank)."""
+
+    n: int
+    median: float
+    p95: float
+
+
+@dataclass(frozen=True)
+class RacedVariant:
+    """One gate variant of the raced-dispatch trials: the forced trial and the unforced trials' tallies."""
+
+    name: str  # "gate" | "gate+send_recheck"
+    forced_outcome: str | None  # None: the file has no forced trial for this variant
+    forced_double_booked: bool | None
+    forced_detected: bool | None  # the worker saw the other event right after its insert (None: not looked)
+    slipped: Tally  # unforced trials that ended double booked, of all unforced trials
+    refused: int  # unforced trials refused because the customer's event was there before the premise read
+    booked_first: int  # unforced trials whose insert reached the calendar before the customer's
+    detected: Tally  # slipped trials the worker detected after its insert, of the slipped
+    held: Tally  # unforced trials whose invariant held
+    window: Spread | None  # last premise read to the agent's insert, over trials whose insert landed
+
+
+@dataclass(frozen=True)
+class RacedDispatch:
+    """The calendar's raced-dispatch trials: a customer event lands between the premise read and the insert."""
+
+    what: str  # the file's own description (untrusted text)
+    seed: int | None
+    variants: tuple[RacedVariant, ...]
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A judged result file: its cells, per-system summaries, verdict and per-fault notes."""
 
@@ -189,6 +228,7 @@ class Scenario:
     summaries: tuple[SystemSummary, ...]
     verdict: tuple[str, ...]  # sentences
     notes: tuple[FaultNote, ...]  # one per fault, in fault order
+    raced: RacedDispatch | None = None  # calendar files with a top-level `raced_dispatch`
 
     def cell(self, fault: str, system: str) -> Cell | None:
         """The cell of (fault, system), or None when the run has no such cell."""

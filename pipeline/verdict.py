@@ -122,11 +122,29 @@ def _record_phrase(cell: Cell) -> str:
     return f"{listed} and proves it" if cell.can_prove else f"{listed}, but no proof: {cell.proof.reason}"
 
 
+_ANSWER = {True: "answer matches", False: "answer does not match", None: "answer cannot say"}
+_NO_KILL = {"network_cut": "no SIGKILL, the connection was cut", "raced": "no SIGKILL, raced"}
+
+
+def _first_worker(cell: Cell) -> str:
+    """What the first worker itself reported in a row with no SIGKILL, and what happened after it."""
+    if cell.first_worker_outcome is None:
+        said = f"reported nothing (it exited with code {cell.worker_exits[0]})"
+    else:
+        said = f"reported {cell.first_worker_outcome} ({_ANSWER[cell.first_answer_matches]})"
+    after = (f"the restart worker then reported {cell.outcome}" if len(cell.worker_exits) > 1
+             else "no restart was needed")
+    return f"{cell.system}'s first worker ({_NO_KILL[cell.trigger]}) {said}; {after}"
+
+
 def _cell_sentence(cell: Cell, spec: Spec) -> str:
     held = "invariant held" if cell.invariant_held else "invariant VIOLATED"
-    answer = {True: "answer matches", False: "answer does not match", None: "answer cannot say"}[cell.answer_matches]
-    crash = "" if cell.crash_fired else " (no crash: it finished before the crash point)"
-    return f"{cell.system} reported {cell.outcome}{crash}: {_state(cell, spec)}; {held}; {answer}; {_record_phrase(cell)}."
+    if cell.trigger in _NO_KILL:
+        opening = _first_worker(cell)
+    else:
+        crash = "" if cell.crash_fired else " (no crash: it finished before the crash point)"
+        opening = f"{cell.system} reported {cell.outcome}{crash}"
+    return f"{opening}: {_state(cell, spec)}; {held}; {_ANSWER[cell.answer_matches]}; {_record_phrase(cell)}."
 
 
 def _agreement(row: list[Cell]) -> str:
@@ -151,6 +169,8 @@ def fault_notes(spec: Spec, cells: tuple[Cell, ...], faults: tuple[str, ...],
     notes = []
     for fault in faults:
         row = sorted((c for c in cells if c.fault == fault), key=lambda c: systems.index(c.system))
-        text = " ".join(_cell_sentence(c, spec) for c in row) + " " + _agreement(row)
+        setting = row[0].setting
+        lead = ("The fault: " + "; ".join(setting) + ". ") if setting else ""
+        text = lead + " ".join(_cell_sentence(c, spec) for c in row) + " " + _agreement(row)
         notes.append(FaultNote(fault, text))
     return tuple(notes)

@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from interlock.receipts import verify
+
 RECEIPT_KEYS = ("valid", "tamper_evident", "signed", "happened", "happened_once", "authorized_when_fired",
                 "assumptions_held", "refused", "evidence", "rechecked_at_recovery", "problems")
+
+
+def receipt_subset(result: dict[str, Any]) -> dict[str, Any]:
+    """The published subset of a verify() result."""
+    return {key: result.get(key) for key in RECEIPT_KEYS}
+
+
+def receipt_summary(entries: list[dict[str, Any]], effect_id: str) -> dict[str, Any]:
+    """The published subset of verify() over one effect's entries, as a worker reports it."""
+    return receipt_subset(verify({"effect_id": effect_id, "entries": entries}))
 
 
 def journal_kinds(entries: list[dict[str, Any]]) -> list[str]:
@@ -28,7 +40,7 @@ def score(cell: dict[str, Any], source: str) -> None:
     cell["ids"].update(agent_write_generations=agent, live_generation=truth.live_generation,
                        all_generations=[list(pair) for pair in truth.writes])
     if judged.receipt is not None:
-        cell["ids"]["receipt"] = {key: judged.receipt.get(key) for key in RECEIPT_KEYS}
+        cell["ids"]["receipt"] = receipt_subset(judged.receipt)
     says: dict[str, Any] = {"actor": record.actor, "checks": list(record.checks),
                             "agent_writes": None if record.writes is None else list(record.writes),
                             "unresolved_sends": record.unresolved_sends}

@@ -6,6 +6,9 @@
 | object store wire log and cut | `recording_proxy(upstream, log_path)` | google-cloud-storage |
 | calendar | `calendar_standin(log_path)`: the project's Calendar v3 stand-in, in a thread | google-api-python-client |
 | model | `messages_stub()`: Messages API answers with scripted tool calls, in a thread | anthropic |
+
+The in-thread servers log a failed exchange (a client SIGKILLed mid-request, an upstream already stopped) to
+`<write log stem>.errors.log` beside their write log, never into the hosting process's output.
 """
 
 from experiments.services.calendar_standin import CalendarStandin, calendar_standin

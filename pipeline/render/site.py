@@ -14,8 +14,10 @@ from markupsafe import Markup
 
 from ..chart import Bar, settle_charts
 from ..compare import COLUMNS, compare_published
+from ..benchmarks import Benchmark
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary, Tally
+from ..reliability import Reliability
 from .env import REPO, TEMPLATES, environment
 from .links import RunLinks, slug
 
@@ -163,8 +165,11 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
 
-def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path) -> list[dict[str, Any]]:
-    """Write every page of the site into `docs` (emptied first) and return the mkdocs nav for them."""
+def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
+                reliability: Reliability = Reliability((), None),
+                benchmarks: Sequence[Benchmark] = ()) -> list[dict[str, Any]]:
+    """Write every page of the site into `docs` (emptied first) and return the mkdocs nav for them; a build with
+    no reliability or benchmark files says so on those pages."""
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
@@ -181,7 +186,8 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         _write_published_only(env, item, docs)
     local = [run for run in runs if not run.scenario.provenance.published]
     _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local)
-    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs)
+    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks)
+    _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
         pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
@@ -191,5 +197,6 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         nav.append({run.slug: pages})
     for item in only:
         nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
-    nav.append({"Methodology and limits": "methodology.md"})
+    nav.append({"Reliability": "reliability.md"})
+    nav.append({"Methodology, limits and benchmarks": "methodology.md"})
     return nav
