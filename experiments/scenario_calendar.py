@@ -10,9 +10,11 @@ customer event is there before the job is decided. A new worker runs the same jo
 the slot after the second worker exits. Then the raced-dispatch trials, and every event the run created is deleted
 and read back.
 
-Offline (default): the project's Calendar v3 stand-in and the scripted decider, labelled so in the file.
-Live: Google Calendar through the service-account key named by INTERLOCK_CALENDAR_KEY_FILE and the model through
-ANTHROPIC_API_KEY; the raced and network-cut rows need the stand-in and are skipped.
+Services come from experiments.live (roles calendar and model). Offline (default): the project's Calendar v3
+stand-in and the scripted decider, labelled so in the file. Live (`--live` or INTERLOCK_LIVE=1): Google Calendar
+through the service-account key named by INTERLOCK_CALENDAR_KEY_FILE and the model through ANTHROPIC_API_KEY; the
+raced and network-cut rows need the stand-in and are skipped. Workers, the stand-in and temp files are removed even
+on Ctrl-C, and the result file is written only when the whole run finished.
 """
 
 from __future__ import annotations
@@ -26,21 +28,22 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from experiments import harness
+from experiments import harness, live
 from experiments.booking import (EXTRA_FAULTS, FAULTS, PUBLISHED_FAULTS, SYSTEMS, Fault, customer_event, fault_named,
-                                 grade, new_request, write_request)
+                                 grade, new_request, rfc3339, write_request)
 from experiments.booking.faults import GATED
 from experiments.booking.grade import answer_matches, invariant_held
 from experiments.booking.job import CASE_FILE, JOURNAL_FILE, LOG_FILE, REQUEST_FILE, RESULT_FILE
 from experiments.booking.raced import TRIALS_FILE, judge_trials
 from experiments.booking.request import EMULATED, baseline_event_id, read_request
-from experiments.booking.service import CALENDAR_KEY_FILE, CALENDAR_URL, calendar_service, get_event, slot_events
+from experiments.booking.service import get_event, slot_events
+from experiments.clients import CALENDAR_KEY_FILE, calendar_service
+from experiments.deciders import DEFAULT_MODEL, SCRIPTED_MODEL
 from interlock import effect_id_for
 
 SCRIPT = "experiments/scenario_calendar.py"
@@ -50,13 +53,12 @@ WORKER = "experiments.booking.worker"
 RACED = "experiments.booking.raced"
 WORKER_TIMEOUT = 60.0
 RACED_TRIALS = 40
-LIVE_MODEL = "claude-haiku-4-5"
-ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
+ROLES = (live.CALENDAR, live.MODEL)  # the services this scenario uses; live mode asks only for their credentials
 CLAIM = {"kind": "flock per effect (released by the kernel when the holder dies; no TTL)",
          "claim_wait_seconds": 10.0}
-# Variables the harness owns in every worker's environment: never inherited from the caller's shell.
-OWNED_ENV = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE",
-             "INTERLOCK_MODEL", CALENDAR_URL)
+# The fault variables the harness arms per worker: never inherited from the caller's shell (live.services owns the
+# service variables the same way).
+ARMED_ENV = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE")
 CASE_FILES_SAVED_ELSEWHERE = (RESULT_FILE, REQUEST_FILE, LOG_FILE, "crash_marker", "pause")
 
 
@@ -72,7 +74,7 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line; unknown systems or faults are argument errors naming the known ones."""
     parser = _Parser(prog="python -m experiments.scenario_calendar", description=__doc__.splitlines()[0])
-    parser.add_argument("--live", action="store_true", help="real Google Calendar and model (needs credentials)")
+    live.add_live_flag(parser)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), metavar="SYSTEM",
                         help=f"default: all ({', '.join(SYSTEMS)})")
     parser.add_argument("--faults", nargs="+", metavar="FAULT", default=None,
@@ -81,6 +83,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help=f"unforced raced-dispatch trials per variant, 0 to skip (default {RACED_TRIALS})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default: {DEFAULT_OUT}")
     args = parser.parse_args(argv)
+    args.live = live.live_requested(args.live)
     for system in args.systems:
         if system not in SYSTEMS:
             parser.error(f"--systems: unknown system {system!r} (known: {', '.join(SYSTEMS)})")
@@ -99,28 +102,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def missing_credentials() -> list[str]:
-    """What --live lacks, one phrase each, without reading any secret."""
-    missing = []
-    key_file = os.environ.get(CALENDAR_KEY_FILE)
-    if not key_file:
-        missing.append(f"{CALENDAR_KEY_FILE} (path of the Calendar service-account key file)")
-    elif not Path(key_file).is_file():
-        missing.append(f"{CALENDAR_KEY_FILE} names {key_file}, which is not a file")
-    if not os.environ.get(ANTHROPIC_KEY):
-        missing.append(f"{ANTHROPIC_KEY} (Anthropic API key)")
-    return missing
-
-
 @dataclass
 class Run:
-    """One run's shared state: where cells live, how workers reach Calendar, and every event the run saw."""
+    """One run's shared state: where cells live, the harness's Calendar client, and every event the run saw."""
 
     root: Path
     service: Any
     calendar_id: str
     calendar_name: str
-    env: dict[str, str]
     base: datetime
     tag: str
     standin: Any = None
@@ -129,7 +118,7 @@ class Run:
     def slot(self, index: int) -> tuple[str, str]:
         """Slot i: the run's base (now + 30 days, to the minute) plus i hours, 30 minutes long."""
         start = self.base + timedelta(hours=index)
-        return _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
+        return rfc3339(start), rfc3339(start + timedelta(minutes=30))
 
     def customer(self, start: str, end: str, when: str) -> dict[str, Any]:
         """A person puts an event on the slot; what was there just before is kept for the double-booking rule."""
@@ -141,13 +130,9 @@ class Run:
                 "events_on_slot_before": before}
 
 
-def _rfc3339(instant: datetime) -> str:
-    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _worker_env(run: Run, **armed: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in OWNED_ENV}
-    return {**env, **run.env, **armed}
+def _worker_env(**armed: str) -> dict[str, str]:
+    """This process's environment (live.services put the chosen endpoints in it) plus this worker's armed fault."""
+    return {**{k: v for k, v in os.environ.items() if k not in ARMED_ENV}, **armed}
 
 
 def _worker(case: Path, system: str, phase: str) -> list[str]:
@@ -166,7 +151,7 @@ def _first_worker(run: Run, case: Path, request_id: str, fault: Fault,
         event_id = effect_id_for(f"booking:{request_id}") if system in GATED else baseline_event_id(request_id)
         run.standin.cut_next(lambda e: e["method"] == "insert" and e["event_id"] == event_id and e["status"] == 200)
     outage = None
-    with harness.start_worker(WORKER, _worker(case, system, "decide"), _worker_env(run, **armed)) as worker:
+    with harness.start_worker(WORKER, _worker(case, system, "decide"), _worker_env(**armed)) as worker:
         if fault.pause_at and harness.wait_for_file(case / "pause", worker, WORKER_TIMEOUT):
             c = _case(case)
             outage = run.customer(c["slot_start"], c["slot_end"],
@@ -229,7 +214,7 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
     outage_began = time.time()
     outage = _outage(run, case, fault) or outage
     outage_s = time.time() - outage_began
-    restart = harness.run_worker(WORKER, _worker(case, system, "restart"), _worker_env(run), WORKER_TIMEOUT)
+    restart = harness.run_worker(WORKER, _worker(case, system, "restart"), _worker_env(), WORKER_TIMEOUT)
     events = slot_events(run.service, run.calendar_id, start, end)
     for event in events:
         run.seen[event["id"]] = None
@@ -320,13 +305,13 @@ def _emulated(run: Run) -> str:
 def run_raced(run: Run, trials: int, progress: harness.Progress) -> dict[str, Any]:
     """The raced-dispatch trials in their own worker process, judged from the stand-in's write log."""
     directory = run.root / "raced"
-    directory.mkdir()
+    directory.mkdir(parents=True)
     base = run.base + timedelta(days=30)
     seed = int.from_bytes(secrets.token_bytes(4), "big")
     progress.start("raced dispatch")
-    args = ["--dir", str(directory), "--calendar", run.calendar_id, "--base", _rfc3339(base), "--tag",
+    args = ["--dir", str(directory), "--calendar", run.calendar_id, "--base", rfc3339(base), "--tag",
             f"{run.tag}r", "--trials", str(trials), "--seed", str(seed)]
-    worker = harness.run_worker(RACED, args, _worker_env(run), WORKER_TIMEOUT * 4)
+    worker = harness.run_worker(RACED, args, _worker_env(), WORKER_TIMEOUT * 4)
     rows = harness.collect_artifacts(directory).get(TRIALS_FILE, [])
 
     def events_on(trial: dict[str, Any]) -> list[dict[str, Any]]:
@@ -382,46 +367,13 @@ def prove_cells(cells: list[dict[str, Any]], out: Path) -> None:
         cell["can_prove_what_happened"] = derive_cell(Node(cell, f"cells[{i}]", str(out)), i, "calendar").can_prove
 
 
-@contextlib.contextmanager
-def calendar(live: bool, root: Path) -> Iterator[Run]:
-    """Calendar for the run: the stand-in in this process (offline), or Google Calendar (live)."""
-    base = (datetime.now(timezone.utc) + timedelta(days=30)).replace(second=0, microsecond=0)
-    tag = secrets.token_hex(5)
-    if live:
-        email = json.loads(Path(os.environ[CALENDAR_KEY_FILE]).read_text()).get("client_email", "primary")
-        env = {"INTERLOCK_MODEL": LIVE_MODEL}
-        yield Run(root, calendar_service(), "primary", email, env, base, tag)
-        return
-    from experiments.services.calendar_standin import OWNER, calendar_standin
+def _calendar_name(chosen: live.Services) -> str:
+    """Whose calendar the run books on: the service account's (live) or the stand-in's owner."""
+    if chosen.live:
+        return json.loads(Path(os.environ[CALENDAR_KEY_FILE]).read_text()).get("client_email", "primary")
+    from experiments.services.calendar_standin import OWNER
 
-    with calendar_standin(root / "calendar-writes.jsonl") as standin:
-        previous = os.environ.get(CALENDAR_URL)
-        os.environ[CALENDAR_URL] = standin.endpoint
-        try:
-            yield Run(root, calendar_service(), "primary", OWNER, {CALENDAR_URL: standin.endpoint}, base, tag,
-                      standin)
-        finally:
-            if previous is None:
-                os.environ.pop(CALENDAR_URL, None)
-            else:
-                os.environ[CALENDAR_URL] = previous
-
-
-def _services(live: bool) -> dict[str, Any]:
-    from importlib.metadata import version
-
-    client = f"google-api-python-client {version('google-api-python-client')}"
-    if live:
-        return {"calendar": {"real": True, "name": "Google Calendar API", "version": "v3", "client": client,
-                             "credentials": f"service-account key file named by {CALENDAR_KEY_FILE}"},
-                "model": {"real": True, "name": "Anthropic Messages API", "version": LIVE_MODEL,
-                          "client": f"anthropic {version('anthropic')}", "credentials": ANTHROPIC_KEY}}
-    from experiments.services.calendar_standin import NAME
-
-    return {"calendar": {"real": False, "name": f"{NAME} (stand-in for Google Calendar)",
-                         "version": "interlock source tree", "client": client, "credentials": "anonymous (stand-in)"},
-            "model": {"real": False, "name": "offline-scripted (scripted decider, no model)",
-                      "version": "offline-scripted", "client": None, "credentials": None}}
+    return OWNER
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -429,7 +381,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     plan = [(fault, system) for fault in args.faults for system in args.systems]
     raced = args.raced_trials > 0 and not args.live
     progress = harness.Progress(len(plan) + (1 if raced else 0))
-    with tempfile.TemporaryDirectory(prefix="interlock-calendar-") as tmp, calendar(args.live, Path(tmp)) as ctx:
+    with tempfile.TemporaryDirectory(prefix="interlock-calendar-") as tmp, \
+            live.services(args.live, Path(tmp) / "services", ROLES) as chosen:
+        base = (datetime.now(timezone.utc) + timedelta(days=30)).replace(second=0, microsecond=0)
+        ctx = Run(Path(tmp) / "cells", calendar_service(), "primary", _calendar_name(chosen), base,
+                  secrets.token_hex(5), chosen.calendar)
         cells = []
         for index, (fault, system) in enumerate(plan):
             label = f"{fault.name} x {system}"
@@ -441,8 +397,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  f"{'held' if cell['invariant_held'] else 'VIOLATED'}, {cell['seconds_to_settle']}s")
         raced_section = run_raced(ctx, args.raced_trials, progress) if raced else None
         cleaned = cleanup(ctx)
-        decider = "offline-scripted (scripted decider, labelled; no model)" if not args.live else LIVE_MODEL
-        prov = harness.provenance(SCRIPT, _services(args.live), decider, CLAIM)
+        decider = DEFAULT_MODEL if args.live else f"{SCRIPTED_MODEL} (scripted decider, labelled; no model)"
+        prov = harness.provenance(SCRIPT, chosen.provenance, decider, CLAIM)
         calendar_name = ctx.calendar_name
     prove_cells(cells, args.out)
     return {
@@ -472,11 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     except ArgumentError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if args.live:
-        missing = missing_credentials()
-        if missing:
-            print(f"interlock: --live needs {'; '.join(missing)}", file=sys.stderr)
-            return 2
+    live.check_credentials(args.live, ROLES)
     try:
         with harness.terminate_as_interrupt():
             result = run(args)

@@ -156,7 +156,10 @@ def test_live_without_credentials_is_one_line_and_writes_nothing(tmp_path, capsy
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     out = tmp_path / "calendar.json"
 
-    assert scenario_calendar.main(["--live", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as exited:
+        scenario_calendar.main(["--live", "--out", str(out)])
+
+    assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "INTERLOCK_CALENDAR_KEY_FILE" in err and "ANTHROPIC_API_KEY" in err and err.count("\n") == 1
     assert not out.exists()

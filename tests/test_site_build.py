@@ -105,3 +105,25 @@ def test_inert_text_keeps_no_markdown_or_html_character_and_reads_back_unchanged
     bare = re.sub(r"&#\d+;", "", escaped)
     assert re.fullmatch(r"[A-Za-z0-9 .,;:?/@%()]*", bare)
     assert html.unescape(escaped) == hostile
+
+
+def test_without_reliability_or_bench_files_the_pages_say_no_run_is_committed(tmp_path, monkeypatch):
+    import pipeline.build as build_module
+
+    monkeypatch.setattr(build_module, "RELIABILITY", tmp_path / "no-reliability")
+    monkeypatch.setattr(build_module, "BENCH", tmp_path / "no-bench")
+    site = build([], tmp_path / "out")
+    reliability = (site / "reliability" / "index.html").read_text()
+    assert "No exploration run is committed" in reliability and "No tamper run is committed" in reliability
+    assert "No benchmark run is committed" in (site / "methodology" / "index.html").read_text()
+
+
+def test_the_calendar_raced_dispatch_section_counts_the_files_trials(tmp_path):
+    calendar = REPO / "results" / "scenarios" / "calendar.json"
+    if not calendar.is_file():
+        pytest.skip("no committed calendar run")
+    data = json.loads(calendar.read_text())
+    unforced = [t for t in data["raced_dispatch"]["trials"] if t["kind"] == "unforced" and t["variant"] == "gate"]
+    slipped = sum(t["double_booked"] for t in unforced)
+    page = html.unescape((build([calendar], tmp_path) / "scenarios" / "calendar" / "index.html").read_text())
+    assert f"{slipped}/{len(unforced)}" in page[page.index("Raced dispatch"):]

@@ -22,7 +22,7 @@ import statistics
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,10 @@ from interlock import Effect, Gate, Journal, Rejected, killpoints, landed
 from interlock.targets.base import TIER_DEDUPE
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
-from experiments.booking.request import AGENT, RequestLease, customer_event, event_body, new_request, write_request
-from experiments.booking.service import calendar_service, slot_events
+from experiments.booking.request import (AGENT, RequestLease, customer_event, event_body, new_request, rfc3339,
+                                         write_request)
+from experiments.booking.service import slot_events
+from experiments.clients import calendar_service
 
 VARIANTS = ("gate", "gate+send_recheck")
 WARMUP_TRIALS = 3
@@ -102,7 +104,7 @@ class Trials:
         self.count += 1
         request_id = f"{self.tag}{index:04d}"
         start = self.base + timedelta(hours=index)
-        slot = (_rfc3339(start), _rfc3339(start + timedelta(minutes=30)))
+        slot = (rfc3339(start), rfc3339(start + timedelta(minutes=30)))
         path = self.directory / f"request-{request_id}.json"
         write_request(path, new_request(request_id, slot[0]))
         decision = {"start": slot[0], "end": slot[1], "summary": SUMMARY}
@@ -162,10 +164,6 @@ class Trials:
         return threading.Thread(target=concurrent)
 
 
-def _rfc3339(instant: datetime) -> str:
-    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def run_trials(directory: Path, calendar_id: str, base: datetime, tag: str, trials: int, seed: int) -> None:
     """Warm-up trials to learn how long a submit takes, then the forced and the unforced trials of each variant."""
     state = Trials(directory, calendar_id, base, tag)
@@ -200,9 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     run_trials(args.dir, args.calendar, base, args.tag, args.trials, args.seed)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def _stats(values: list[float]) -> dict[str, float] | None:
@@ -264,3 +259,7 @@ def judge_trials(trials: list[dict[str, Any]], write_log: list[dict[str, Any]],
             "offset_span_ms": _stats([t["offset_s"] * 1000 for t in rows]),
         }
     return judged, summary
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,11 @@ EMULATED = ("booking request system: a local JSON file per request (status live 
             "and rewritten by the harness to cancel; there is no real booking service")
 
 
+def rfc3339(instant: datetime) -> str:
+    """UTC to the second with a Z, the form Calendar's timeMin/timeMax and event times take."""
+    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def new_request(request_id: str, slot_start: str) -> dict[str, Any]:
     """A live request for a 30-minute call at `slot_start`, worded as a customer would ask."""
     when = datetime.fromisoformat(slot_start.replace("Z", "+00:00")).astimezone(timezone.utc)

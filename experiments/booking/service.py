@@ -1,34 +1,15 @@
-"""The Calendar v3 client a worker builds, from the same environment variables as experiments.clients.
+"""Calendar reads the booking workers and the harness share: the slot's events, freeBusy, one event by id.
 
-Built here rather than through experiments.clients because that module also imports the anthropic and
-google-cloud-storage clients at import time (about 3 s of a worker's start-up), and a restarted worker's
-start-up is part of every system's crash-to-settled time.
+The Calendar client itself comes from experiments.clients.calendar_service (the stand-in when
+INTERLOCK_CALENDAR_URL is set, Google Calendar otherwise); these are the scenario's reads on top of it.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from google.auth.credentials import AnonymousCredentials
-from googleapiclient import discovery
-
-CALENDAR_URL = "INTERLOCK_CALENDAR_URL"
-CALENDAR_KEY_FILE = "INTERLOCK_CALENDAR_KEY_FILE"
-SCOPES = ["https://www.googleapis.com/auth/calendar"]
-
-
-def calendar_service() -> Any:
-    """The real google-api-python-client Calendar service: the stand-in when INTERLOCK_CALENDAR_URL is set."""
-    url = os.environ.get(CALENDAR_URL)
-    if url:
-        return discovery.build("calendar", "v3", static_discovery=True, cache_discovery=False,
-                               credentials=AnonymousCredentials(), client_options={"api_endpoint": url})
-    from google.oauth2 import service_account
-
-    credentials = service_account.Credentials.from_service_account_file(os.environ[CALENDAR_KEY_FILE],
-                                                                        scopes=SCOPES)
-    return discovery.build("calendar", "v3", static_discovery=True, cache_discovery=False, credentials=credentials)
+# Re-exported for callers that still import the client from here; the builder lives in experiments.clients.
+from experiments.clients import CALENDAR_URL, calendar_service  # noqa: F401
 
 
 def slot_events(service: Any, calendar_id: str, start: str, end: str) -> list[dict[str, Any]]:

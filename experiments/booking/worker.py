@@ -14,8 +14,8 @@ from pathlib import Path
 
 from experiments.booking.faults import SYSTEMS
 from experiments.booking.job import Job
-from experiments.booking.service import calendar_service
 from experiments.booking.systems import LOST_ANSWER, SYSTEM_RUNS
+from experiments.clients import calendar_service
 
 
 def main(argv: list[str] | None = None) -> int:
