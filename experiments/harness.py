@@ -17,13 +17,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Iterator, TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_PACKAGES = ("google-cloud-storage", "google-api-python-client", "google-auth", "anthropic",
@@ -49,6 +50,23 @@ class WorkerRun:
         return self.exit_code == -signal.SIGKILL
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT and SIGTERM while a child starts: an interrupted Popen neither kills the child nor returns
+    its pid, and a worker in its own session would outlive the runner. The list says what arrived."""
+    arrived: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # only the main thread receives signals
+        yield arrived
+        return
+    handlers = {sig: signal.signal(sig, lambda number, frame: arrived.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield arrived
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
 class RunningWorker:
     """A worker process in its own session; leaving the `with` block stops its whole process group."""
 
@@ -56,10 +74,14 @@ class RunningWorker:
         self.module, self.args = module, tuple(args)
         self._output = tempfile.TemporaryFile(mode="w+b")
         self.started = time.time()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", module, *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-            stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        with _interrupts_deferred() as interrupted:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", module, *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        if interrupted:  # Ctrl-C came while the child was starting: it is in its own session, so stop it here
+            self.stop()
+            raise KeyboardInterrupt
 
     @property
     def pid(self) -> int:
