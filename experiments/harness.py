@@ -258,10 +258,13 @@ class Progress:
 
 
 def write_result(path: Path, obj: Any, indent: int | None = 1) -> None:
-    """Write JSON atomically (temp file, fsync, rename), so an interrupted run never leaves half a result."""
+    """Write JSON atomically (temp file, fsync, rename), so an interrupted run never leaves half a result.
+
+    The temp file is per process: concurrent recoverers of one job each write their own and the last rename wins.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(json.dumps(obj, indent=indent) + "\n")

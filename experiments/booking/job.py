@@ -12,6 +12,7 @@ from typing import Any
 from experiments.booking.faults import GATED
 from experiments.booking.request import AGENT, read_request
 from experiments.booking.service import slot_events
+from experiments.harness import write_result
 
 CASE_FILE = "case.json"
 REQUEST_FILE = "request.json"
@@ -95,9 +96,6 @@ class Job:
         and a reader replaying sends against results must not count it twice.
         """
         stored = {**result, "pid": os.getpid(), "finished": time.time()}
-        path = self.directory / RESULT_FILE
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(stored, indent=1))
-        os.replace(tmp, path)
+        write_result(self.directory / RESULT_FILE, stored)
         self.log("finished", outcome=result["outcome"])
         return stored

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from experiments.harness import write_result
 
 AGENT = "booking-agent"
 CUSTOMER_SUMMARY = "Dana: busy (interlock-sandbox)"
@@ -35,10 +36,7 @@ def read_request(path: Path) -> dict[str, Any]:
 
 def write_request(path: Path, request: dict[str, Any]) -> None:
     """Replace the request file atomically, so a worker never reads half of it."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(request, indent=1))
-    os.replace(tmp, path)
+    write_result(path, request)
 
 
 class RequestLease:

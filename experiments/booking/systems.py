@@ -26,6 +26,7 @@ from interlock.targets.calendar import CalendarEventTarget, slot_premise
 from experiments.booking.job import JOURNAL_FILE, QUEUE_FILE, Job
 from experiments.booking.request import AGENT, RequestLease, baseline_event_id, event_body
 from experiments.booking.service import busy_periods, get_event
+from experiments.harness import write_result
 
 CLAIM_WAIT_SECONDS = 10.0
 LOST_ANSWER = (OSError, httplib2.HttpLib2Error)
@@ -66,9 +67,7 @@ def no_check(job: Job, decision: dict[str, Any]) -> dict[str, Any]:
         if busy:
             return _result(job, "REFUSED:slot_busy", event_id, busy=busy)
         body = {**event_body(job.system, job.request_id, decision), "id": event_id}
-        tmp = queue.with_name(queue.name + ".tmp")
-        tmp.write_text(json.dumps({"event_id": event_id, "body": body, "checked": {"request": "live", "busy": []}}))
-        os.replace(tmp, queue)
+        write_result(queue, {"event_id": event_id, "body": body, "checked": {"request": "live", "busy": []}})
     body = json.loads(queue.read_text())["body"]
     job.log("send", event_id=event_id, check=None)
     killpoints.reach(killpoints.BEFORE_SEND)

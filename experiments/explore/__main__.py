@@ -145,7 +145,7 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
     done = [0]
     total = args.schedules * len(args.systems)
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
-            world(scenario, Path(tmp) / "services") as (env, chosen):
+            world(scenario, Path(tmp) / "services") as chosen:
 
         def one(seed: int, system: str) -> None:
             schedule = schedule_for(scenario, seed)
@@ -177,7 +177,7 @@ def replay(args: argparse.Namespace, forker: Forker) -> int:
     print(f"{schedule.replay}\n  {schedule.describe()}")
     violated = False
     with tempfile.TemporaryDirectory(prefix="interlock-replay-") as tmp, \
-            world(args.scenario, Path(tmp) / "services") as (env, chosen):
+            world(args.scenario, Path(tmp) / "services") as chosen:
         for system in args.systems:
             seen = run(chosen, forker, schedule, system, Path(tmp) / "runs")
             found = check(seen)

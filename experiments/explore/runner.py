@@ -58,7 +58,7 @@ def run(world: Any, forker: Forker, schedule: Schedule, system: str, root: Path)
             seen.ran.append(Ran("chain", index, kill, _chain_worker(world, forker, seen, index, kill)))
         if schedule.action_before == len(schedule.kills):
             _act(world, seen, "before the recoverers")
-        recoverers = [forker.start(world.module, world.argv(seen.case, "restart"), {},
+        recoverers = [forker.start(world.module, world.argv(seen.case, "restart"), world.env,
                                    directory / f"recoverer{i}") for i in range(schedule.recoverers)]
         seen.ran += [Ran("recoverer", i, None, w.wait(WORKER_TIMEOUT_SECONDS)) for i, w in enumerate(recoverers)]
         with world.lock:
@@ -72,7 +72,7 @@ def run(world: Any, forker: Forker, schedule: Schedule, system: str, root: Path)
 
 def _chain_worker(world: Any, forker: Forker, seen: Observation, index: int, kill: str | None) -> Finished:
     directory = seen.case.directory
-    env: dict[str, str] = {}
+    env = dict(world.env)
     if kill is not None:
         env.update(INTERLOCK_KILL_AT=kill, INTERLOCK_KILL_MARKER=str(directory / f"killed{index}"))
     pause = seen.schedule.action_pause

@@ -55,6 +55,8 @@ class Schedule:
             when = ""
         elif self.action_pause is not None:
             when = f" while worker {self.action_pause[0]} is paused at {self.action_pause[1]}"
+        elif self.action_before == len(self.kills):
+            when = " before the recoverers"
         else:
             when = f" before worker {self.action_before}"
         cut = "; the first committed agent write loses its answer" if self.cut else ""

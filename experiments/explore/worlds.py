@@ -37,8 +37,8 @@ class Case:
 
 @dataclass
 class Truth:
-    """What the service holds: the agent's committed writes (each with the time the service logged it) and how
-    many of them are live."""
+    """What the service holds: the agent's committed writes (each with the time the service's log gave it) and
+    how many agent copies the service holds now (versions in the listing; live events on the slot)."""
 
     writes: list[tuple[str, float]]
     live: int
@@ -56,14 +56,14 @@ class GcpWorld:
     module = "experiments.gcp_resource.worker"
     journal = "journal.jsonl"
     log = "log.jsonl"
-    actions = ("human_write", "lease_revoked")
 
-    def __init__(self, proxy: Any, client: Any, bucket: str):
+    def __init__(self, proxy: Any, client: Any, bucket: str, env: dict[str, str]):
         self.proxy, self.client, self.bucket = proxy, client, bucket
+        self.env = env  # what every worker needs to reach the stand-ins
         self.lock = threading.Lock()  # one client, shared by the explorer's threads
 
     @staticmethod
-    def services(stack: contextlib.ExitStack, work: Path) -> tuple[dict[str, str], GcpWorld]:
+    def services(stack: contextlib.ExitStack, work: Path) -> GcpWorld:
         """Start the object store and its proxy for the whole exploration."""
         from experiments.gcp_resource.worker import storage_client
         from experiments.services import fake_gcs, recording_proxy
@@ -71,12 +71,12 @@ class GcpWorld:
         store = stack.enter_context(fake_gcs(work / "fake-gcs-server.log"))
         proxy = stack.enter_context(recording_proxy(store.endpoint, work / "gcs-wire.jsonl"))
         env = {"STORAGE_EMULATOR_HOST": proxy.endpoint}
-        os.environ.update(env)
+        _export(stack, env)
         client = storage_client()
         bucket = client.bucket(f"explore-{uuid.uuid4().hex[:10]}")
         bucket.versioning_enabled = True
         client.create_bucket(bucket)
-        return env, GcpWorld(proxy, client, bucket.name)
+        return GcpWorld(proxy, client, bucket.name, env)
 
     def setup(self, directory: Path, seed: int, system: str) -> Case:
         """Seed v42 as the human's deploy, open the incident, decide the rollback (scripted decider)."""
@@ -143,25 +143,25 @@ class CalendarWorld:
     module = "experiments.booking.worker"
     journal = "journal.jsonl"
     log = "worker.log"
-    actions = ("slot_taken", "request_cancelled")
     calendar_id = "primary"
 
-    def __init__(self, standin: Any, service: Any):
+    def __init__(self, standin: Any, service: Any, env: dict[str, str]):
         self.standin, self.service = standin, service
+        self.env = env  # what every worker needs to reach the stand-in
         self.lock = threading.Lock()  # httplib2 under the Calendar client is not thread-safe
         self.base = (datetime.now(timezone.utc) + timedelta(days=60)).replace(minute=0, second=0, microsecond=0)
         self.slots = count()
 
     @staticmethod
-    def services(stack: contextlib.ExitStack, work: Path) -> tuple[dict[str, str], CalendarWorld]:
+    def services(stack: contextlib.ExitStack, work: Path) -> CalendarWorld:
         """Start the Calendar stand-in for the whole exploration."""
         from experiments.booking.service import CALENDAR_URL, calendar_service
         from experiments.services import calendar_standin
 
         standin = stack.enter_context(calendar_standin(work / "calendar-writes.jsonl"))
         env = {CALENDAR_URL: standin.endpoint}
-        os.environ.update(env)
-        return env, CalendarWorld(standin, calendar_service())
+        _export(stack, env)
+        return CalendarWorld(standin, calendar_service(), env)
 
     def setup(self, directory: Path, seed: int, system: str) -> Case:
         """A live request for a fresh slot; the first worker decides it, as in the scenario."""
@@ -215,10 +215,25 @@ WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld}
 
 
 @contextlib.contextmanager
-def world(scenario: str, work: Path) -> Iterator[tuple[dict[str, str], Any]]:
-    """The scenario's stand-ins for the block, with the environment its workers need."""
+def world(scenario: str, work: Path) -> Iterator[Any]:
+    """The scenario's stand-ins for the block; `.env` is the environment its workers need."""
     with contextlib.ExitStack() as stack:
         yield WORLDS[scenario].services(stack, work)
+
+
+def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
+    """Put `env` into this process's environment (its own clients read it) until the stack closes."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+
+    def restore() -> None:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    stack.callback(restore)
 
 
 def _write(path: Path, obj: Any) -> None:
