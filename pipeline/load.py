@@ -99,8 +99,10 @@ def read(path: str | Path) -> Node:
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise BadInput(name, "$", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(name, "$", f"not UTF-8 text (byte {exc.start})") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
