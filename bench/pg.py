@@ -95,7 +95,7 @@ def _takeovers(address: str, backend: str, stop: bool = False) -> float:
 
 def run() -> dict[str, Any]:
     """Throughput per backend and worker count, their scaling against one worker, and takeover times."""
-    from interlock.pg import TempCluster
+    from experiments.services.postgres import TempCluster
 
     out: dict[str, Any] = {"effects_per_run": EFFECTS, "cpus": os.cpu_count()}
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:

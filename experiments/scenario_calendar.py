@@ -1,6 +1,6 @@
 """Double booking on Google Calendar: fault injection across four systems, judged by the events on the slot.
 
-`python -m experiments.scenario_calendar [--live] [--systems S...] [--faults F...] [--out PATH]`
+`python -m experiments.scenario_calendar [--live] [--systems S...] [--faults F...] [--journal URL] [--out PATH]`
 
 Each cell is one booking request ("a 30-minute call at <time>") in a local request file. A worker process decides
 it once and books it with one system; it is SIGKILLed right before the insert or right after Calendar's answer
@@ -14,7 +14,9 @@ Services come from experiments.live (roles calendar and model). Offline (default
 stand-in and the scripted decider, labelled so in the file. Live (`--live` or INTERLOCK_LIVE=1): Google Calendar
 through the service-account key named by INTERLOCK_CALENDAR_KEY_FILE and the model through ANTHROPIC_API_KEY; the
 raced and network-cut rows need the stand-in and are skipped. Workers, the stand-in and temp files are removed even
-on Ctrl-C, and the result file is written only when the whole run finished.
+on Ctrl-C, and the result file is written only when the whole run finished. `--journal postgresql://...` keeps the
+gated cells' journals and claims in that database instead of each cell's own JSONL file (experiments.journals); the
+raced-dispatch trials keep their own JSONL journals.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from experiments import harness, live
+from experiments import harness, journals, live
 from experiments.booking import (EXTRA_FAULTS, FAULTS, PUBLISHED_FAULTS, SYSTEMS, Fault, customer_event, fault_named,
                                  grade, new_request, rfc3339, write_request)
 from experiments.booking.faults import GATED
@@ -82,6 +84,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--raced-trials", type=int, default=RACED_TRIALS, metavar="N",
                         help=f"unforced raced-dispatch trials per variant, 0 to skip (default {RACED_TRIALS})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default: {DEFAULT_OUT}")
+    journals.add_journal_flag(parser)
     args = parser.parse_args(argv)
     args.live = live.live_requested(args.live)
     for system in args.systems:
@@ -99,6 +102,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.out.exists() and args.out.is_dir():
         parser.error(f"--out: {args.out} is a directory")
     args.faults = faults
+    try:
+        args.journal_backend = journals.check(args.journal)
+    except journals.JournalUnusable as exc:
+        parser.error(str(exc))
     return args
 
 
@@ -113,6 +120,7 @@ class Run:
     base: datetime
     tag: str
     standin: Any = None
+    journal: str | None = None  # the run's journal database, None for each cell's own JSONL file
     seen: dict[str, None] = field(default_factory=dict)
 
     def slot(self, index: int) -> tuple[str, str]:
@@ -130,9 +138,10 @@ class Run:
                 "events_on_slot_before": before}
 
 
-def _worker_env(**armed: str) -> dict[str, str]:
-    """This process's environment (live.services put the chosen endpoints in it) plus this worker's armed fault."""
-    return {**{k: v for k, v in os.environ.items() if k not in ARMED_ENV}, **armed}
+def _worker_env(run: Run, **armed: str) -> dict[str, str]:
+    """This process's environment (live.services put the chosen endpoints in it), the run's journal, and this
+    worker's armed fault."""
+    return journals.worker_env({**{k: v for k, v in os.environ.items() if k not in ARMED_ENV}, **armed}, run.journal)
 
 
 def _worker(case: Path, system: str, phase: str) -> list[str]:
@@ -151,7 +160,7 @@ def _first_worker(run: Run, case: Path, request_id: str, fault: Fault,
         event_id = effect_id_for(f"booking:{request_id}") if system in GATED else baseline_event_id(request_id)
         run.standin.cut_next(lambda e: e["method"] == "insert" and e["event_id"] == event_id and e["status"] == 200)
     outage = None
-    with harness.start_worker(WORKER, _worker(case, system, "decide"), _worker_env(**armed)) as worker:
+    with harness.start_worker(WORKER, _worker(case, system, "decide"), _worker_env(run, **armed)) as worker:
         if fault.pause_at and harness.wait_for_file(case / "pause", worker, WORKER_TIMEOUT):
             c = _case(case)
             outage = run.customer(c["slot_start"], c["slot_end"],
@@ -214,7 +223,7 @@ def _run_case(run: Run, case: Path, request_id: str, index: int, fault: Fault, s
     outage_began = time.time()
     outage = _outage(run, case, fault) or outage
     outage_s = time.time() - outage_began
-    restart = harness.run_worker(WORKER, _worker(case, system, "restart"), _worker_env(), WORKER_TIMEOUT)
+    restart = harness.run_worker(WORKER, _worker(case, system, "restart"), _worker_env(run), WORKER_TIMEOUT)
     events = slot_events(run.service, run.calendar_id, start, end)
     for event in events:
         run.seen[event["id"]] = None
@@ -311,7 +320,7 @@ def run_raced(run: Run, trials: int, progress: harness.Progress) -> dict[str, An
     progress.start("raced dispatch")
     args = ["--dir", str(directory), "--calendar", run.calendar_id, "--base", rfc3339(base), "--tag",
             f"{run.tag}r", "--trials", str(trials), "--seed", str(seed)]
-    worker = harness.run_worker(RACED, args, _worker_env(), WORKER_TIMEOUT * 4)
+    worker = harness.run_worker(RACED, args, _worker_env(run), WORKER_TIMEOUT * 4)
     rows = harness.collect_artifacts(directory).get(TRIALS_FILE, [])
 
     def events_on(trial: dict[str, Any]) -> list[dict[str, Any]]:
@@ -385,7 +394,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             live.services(args.live, Path(tmp) / "services", ROLES) as chosen:
         base = (datetime.now(timezone.utc) + timedelta(days=30)).replace(second=0, microsecond=0)
         ctx = Run(Path(tmp) / "cells", calendar_service(), "primary", _calendar_name(chosen), base,
-                  secrets.token_hex(5), chosen.calendar)
+                  secrets.token_hex(5), chosen.calendar, args.journal)
         cells = []
         for index, (fault, system) in enumerate(plan):
             label = f"{fault.name} x {system}"
@@ -398,7 +407,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raced_section = run_raced(ctx, args.raced_trials, progress) if raced else None
         cleaned = cleanup(ctx)
         decider = DEFAULT_MODEL if args.live else f"{SCRIPTED_MODEL} (scripted decider, labelled; no model)"
-        prov = harness.provenance(SCRIPT, chosen.provenance, decider, CLAIM)
+        prov = harness.provenance(SCRIPT, chosen.provenance, decider, journals.claim_settings(args.journal, CLAIM))
+        prov["journal"] = args.journal_backend
         calendar_name = ctx.calendar_name
     prove_cells(cells, args.out)
     return {

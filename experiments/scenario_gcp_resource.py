@@ -1,6 +1,6 @@
 """Scenario gcp_resource: an agent's config rollback against a human's redeploy, with the first worker SIGKILLed.
 
-`python -m experiments.scenario_gcp_resource [--live] [--systems a,b] [--faults f,g] [--out PATH]`
+`python -m experiments.scenario_gcp_resource [--live] [--systems a,b] [--faults f,g] [--journal URL] [--out PATH]`
 
 Per cell: seed v42 (human-deploy), let the decider read the live object and decide the rollback to v41, run the
 first worker (its own OS process) until the fault fires, act as the human during the outage (v43, a plain upload
@@ -9,7 +9,8 @@ listing and the live object, or the recording proxy's write log when the bucket 
 file the workers wrote and remove the case directory. Offline (the default) the object store is fake-gcs-server
 behind the recording proxy and the decider is the scripted one; `--live` uses Google Cloud Storage in a fresh
 interlock-sandbox-<10 hex> bucket and the Anthropic model. Buckets, workers and temp files are removed even on
-Ctrl-C, and the result file is written only when the whole run finished.
+Ctrl-C, and the result file is written only when the whole run finished. `--journal postgresql://...` keeps the
+gated cells' journals and claims in that database instead of each cell's own JSONL file (experiments.journals).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments import harness
+from experiments import harness, journals
 from experiments.gcp_resource.case import (CASE_FILE, CRASH_MARKER, DECISION_FILE, HUMAN_DEPLOY, HUMAN_REDEPLOY,
                                            INCIDENT_FILE, INCIDENT_ID, PAUSE_FILE, WRITER_KEY, body, incident_text,
                                            object_name, outcome_file)
 from experiments.gcp_resource.faults import CLAIM_TTL_SECONDS, FAULTS, OPT_IN_SYSTEMS, SYSTEMS, Fault
-from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS
+from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS, INTERLOCK_TTL
 from experiments.gcp_resource import scoring
 
 SCENARIO = "gcp_resource"
@@ -86,6 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--faults", default=None, help=f"comma-separated, from {', '.join(FAULTS)} (default: all "
                                                        "that the chosen mode can run)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result file (default: %(default)s)")
+    journals.add_journal_flag(parser)
     args = parser.parse_args(argv)
     args.live = live_requested(args.live)
     args.systems = _names(args.systems, SYSTEMS + OPT_IN_SYSTEMS, "systems")
@@ -98,6 +100,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             raise _Usage(f"--faults: {', '.join(offline_only)} need(s) the recording proxy, which runs offline only")
     if args.out.exists() and args.out.is_dir():
         raise _Usage(f"--out: {args.out} is a directory")
+    if args.journal is not None and INTERLOCK_TTL in args.systems:
+        raise _Usage(f"--journal: {INTERLOCK_TTL} waits out a TTL on file claims; run it without --journal")
+    try:
+        args.journal_backend = journals.check(args.journal)
+    except journals.JournalUnusable as exc:
+        raise _Usage(str(exc)) from None
     return args
 
 
@@ -111,6 +119,8 @@ class Run:
     proxy: Any  # the recording proxy (offline), None live
     root: Path
     live: bool
+    journal: str | None  # the run's journal database, None for each cell's own JSONL file
+    claims: dict[str, dict[str, Any]]  # gated system -> its claim settings
 
 
 def _upload(client: Any, bucket: str, name: str, version: str, writer: str, **precondition: Any) -> str:
@@ -157,7 +167,7 @@ def run_cell(run: Run, fault: Fault, system: str) -> dict[str, Any]:
         _write_json(directory / INCIDENT_FILE, {INCIDENT_ID: "open"})
         decision = persisted_decision(directory / DECISION_FILE,
                                       lambda: run.decider.decide_rollback(case, _get_config(run.client, bucket, name)))
-        env = dict(os.environ)
+        env = journals.worker_env(dict(os.environ), run.journal)
         if fault.crash:
             env.update(INTERLOCK_KILL_AT=fault.crash, INTERLOCK_KILL_MARKER=str(directory / CRASH_MARKER))
         if fault.cut:
@@ -180,7 +190,7 @@ def run_cell(run: Run, fault: Fault, system: str) -> dict[str, Any]:
 def _restart(run: Run, fault: Fault, system: str, directory: Path, bucket: str,
              name: str) -> tuple[harness.WorkerRun, bool | None, str | None]:
     """The new worker; in the raced row it is paused before its resend while the human uploads v43."""
-    env = dict(os.environ)
+    env = journals.worker_env(dict(os.environ), run.journal)
     pause = directory / PAUSE_FILE
     if fault.redeploy == "recovery":
         env.update(INTERLOCK_PAUSE_AT="recovery_before_resend", INTERLOCK_PAUSE_FILE=str(pause))
@@ -265,8 +275,8 @@ def _cell(run: Run, fault: Fault, system: str, directory: Path, seed: str, decis
     }
     if paused is not None:
         cell["restart_paused_before_resend"] = paused
-    if system in CLAIM_SETTINGS:
-        cell["claim"] = CLAIM_SETTINGS[system]
+    if system in run.claims:
+        cell["claim"] = run.claims[system]
     timed_out = [r.module + " " + " ".join(r.args) for r in (first, restart) if r is not None and r.timed_out]
     if timed_out:
         cell["timed_out"] = timed_out
@@ -315,12 +325,13 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
     faults = [FAULTS[name] for name in args.faults]
     cells: list[dict[str, Any]] = []
     progress = harness.Progress(len(faults) * len(args.systems))
+    claims = {s: journals.claim_settings(args.journal, CLAIM_SETTINGS[s]) for s in args.systems if s in CLAIM_SETTINGS}
     with tempfile.TemporaryDirectory(prefix="interlock-gcp-") as root, \
             services(args.live, Path(root) / "services", ROLES) as chosen:
         client = storage_client()
         decider = AnthropicDecider(DEFAULT_MODEL) if args.live else ScriptedDecider()
         with _buckets(client, any(f.versioned for f in faults), any(not f.versioned for f in faults)) as buckets:
-            run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root) / "cells", args.live)
+            run = Run(client, decider, buckets, chosen.gcs_proxy, Path(root) / "cells", args.live, args.journal, claims)
             for fault in faults:
                 for system in args.systems:
                     label = f"{fault.name} / {system}"
@@ -333,8 +344,8 @@ def run_scenario(args: argparse.Namespace) -> dict[str, Any]:
                                                          "restart worker), for the baselines", "version": None}
         project = client.project
     model = cells[0]["decision"]["model"] if cells else None
-    made = harness.provenance(SCRIPT, services_used, model,
-                              {s: CLAIM_SETTINGS[s] for s in args.systems if s in CLAIM_SETTINGS})
+    made = harness.provenance(SCRIPT, services_used, model, claims)
+    made["journal"] = args.journal_backend
     return {
         "scenario": SCENARIO,
         "schema_version": 1,

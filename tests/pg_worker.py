@@ -105,7 +105,7 @@ def outcomes(stdout: str) -> list[dict[str, Any]]:
 def pg_cluster():
     """A private PostgreSQL cluster for the whole session, deleted afterwards."""
     pytest.importorskip("psycopg")
-    from interlock.pg import PgBinariesMissing, TempCluster
+    from experiments.services.postgres import PgBinariesMissing, TempCluster
 
     try:
         cluster = TempCluster()

@@ -19,7 +19,7 @@ from typing import Any
 import httplib2
 from googleapiclient.errors import HttpError
 
-from interlock import Effect, Gate, Journal, bundle, effect_id_for, killpoints, landed, verify
+from interlock import Effect, Gate, effect_id_for, killpoints, landed, verify
 from interlock.premises import NOT_SET
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
@@ -27,6 +27,7 @@ from experiments.booking.job import JOURNAL_FILE, QUEUE_FILE, Job
 from experiments.booking.request import AGENT, RequestLease, baseline_event_id, event_body
 from experiments.booking.service import busy_periods, get_event
 from experiments.harness import write_result
+from experiments.journals import case_bundle, open_for_case
 
 CLAIM_WAIT_SECONDS = 10.0
 LOST_ANSWER = (OSError, httplib2.HttpLib2Error)
@@ -119,16 +120,16 @@ def gated(job: Job, decision: dict[str, Any], *, expect: Any) -> dict[str, Any]:
     """Submit the booking through the gate; a restarted job submits the same effect and recovery settles it."""
     key = f"booking:{job.request_id}"
     effect_id = effect_id_for(key)
-    journal = Journal(job.directory / JOURNAL_FILE)
+    journal, claims = open_for_case(job.directory / JOURNAL_FILE)
     record = journal.effect(effect_id)
     recovering = record is not None and record.open_dispatch
     premise = slot_premise(job.service, job.calendar_id, decision["start"], decision["end"],
                            decision["other_events_in_slot"], expect=expect)
     effect = Effect(key, {"event": event_body(job.system, job.request_id, decision)}, [premise],
                     RequestLease(job.request_path), AGENT)
-    outcome = Gate(journal, CalendarEventTarget(job.service, job.calendar_id),
+    outcome = Gate(journal, CalendarEventTarget(job.service, job.calendar_id), claims=claims,
                    claim_wait=CLAIM_WAIT_SECONDS).submit(effect)
-    receipt_bundle = bundle(journal, effect_id)
+    receipt_bundle = case_bundle(journal, effect_id, job.directory / JOURNAL_FILE)
     receipt = verify(receipt_bundle)
     return {
         **_result(job, outcome.status, effect_id),

@@ -21,8 +21,12 @@ PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", 
 ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL")
 
 
-def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> None:
-    """In the forked process: arm the environment, send output to files, run the worker's main, exit with it."""
+def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr: str, status: str) -> None:
+    """In the forked process: arm the environment, send output to files, run the worker's main, exit with it.
+
+    The exit code is also written to `status`: the fork server's own report of it is occasionally lost (read as
+    255), while a SIGKILLed worker writes nothing, so the file is the worker's word and its absence a kill.
+    """
     for name in ARMED:
         os.environ.pop(name, None)
     os.environ.update(env)
@@ -37,9 +41,12 @@ def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr:
     except BaseException:  # noqa: BLE001 - a crashing worker is a finding, reported through its stderr
         traceback.print_exc()
         code = 1
+    code = code if isinstance(code, int) else 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code if isinstance(code, int) else 1)
+    with open(status, "w") as out:
+        out.write(str(code))
+    os._exit(code)
 
 
 @dataclass
@@ -63,8 +70,9 @@ class Worker:
 
     def __init__(self, context: multiprocessing.context.BaseContext, module: str, argv: list[str],
                  env: dict[str, str], output: Path):
-        self._out, self._err = output.with_suffix(".out"), output.with_suffix(".err")
-        self.process = context.Process(target=_run, args=(module, argv, env, str(self._out), str(self._err)))
+        self._out, self._err, self._status = (output.with_suffix(s) for s in (".out", ".err", ".status"))
+        self.process = context.Process(target=_run, args=(module, argv, env, str(self._out), str(self._err),
+                                                          str(self._status)))
         self.process.start()
         self.process_open = True
 
@@ -87,6 +95,9 @@ class Worker:
         code = self.process.exitcode
         self.process.close()
         self.process_open = False
+        said = _text(self._status)
+        if said and not timed_out:
+            code = int(said)
         return Finished(code if code is not None else -9, _text(self._out), _text(self._err), timed_out)
 
 

@@ -12,13 +12,13 @@ from typing import Any
 from google.cloud import storage
 
 from interlock import Effect, Gate
-from interlock.receipts import bundle
 from interlock.targets.gcs import GcsObjectTarget, generation_premise
 
 from experiments.gcp_resource.case import (AGENT, AGENT_WRITER, INCIDENT_FILE, JOURNAL_FILE, WRITER_KEY,
                                            IncidentLease, effect_key)
 from experiments.gcp_resource.faults import CLAIM_TTL_SECONDS
 from experiments.gcp_resource.scoring import journal_kinds, receipt_summary
+from experiments.journals import case_bundle, open_for_case
 
 INTERLOCK, INTERLOCK_TTL = "interlock", "interlock_ttl"
 CLAIM_WAIT_SECONDS = 10.0
@@ -37,12 +37,13 @@ def submit(system: str, phase: str, case_dir: Path, client: storage.Client, case
         lease=IncidentLease(case_dir / INCIDENT_FILE),
         agent=AGENT,
     )
-    gate = Gate(case_dir / JOURNAL_FILE, GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}),
+    journal, claims = open_for_case(case_dir / JOURNAL_FILE)
+    gate = Gate(journal, GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}), claims=claims,
                 claim_wait=CLAIM_WAIT_SECONDS)
     if system == INTERLOCK_TTL and phase == "restart":
         _wait_out_claim_ttl(gate, effect.effect_id)
     outcome = gate.submit(effect)
-    entries = bundle(gate.journal, effect.effect_id)["entries"]
+    entries = case_bundle(journal, effect.effect_id, case_dir / JOURNAL_FILE)["entries"]
     return outcome.status, {"effect_id": effect.effect_id, "journal": journal_kinds(entries),
                             "receipt": receipt_summary(entries, effect.effect_id)}
 

@@ -4,9 +4,7 @@ Open both with `interlock.backends.open_journal("postgresql://...")`. Needs psyc
 """
 
 from .claims import PgClaim, PgClaims, lock_key
-from .cluster import PgBinariesMissing, TempCluster
 from .journal import PgJournal
 from .rows import Row, RowLease, row_premise
 
-__all__ = ["PgBinariesMissing", "PgClaim", "PgClaims", "PgJournal", "Row", "RowLease", "TempCluster", "lock_key",
-           "row_premise"]
+__all__ = ["PgClaim", "PgClaims", "PgJournal", "Row", "RowLease", "lock_key", "row_premise"]

@@ -7,12 +7,11 @@ import os
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 
-from ..backends import ClaimLost, GuardFailed
+from ..backends import ClaimLost, GuardFailed, safe_address
 from ..journal import EffectRecord, encode, seal
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import APPEND_LOCK, DDL, LOCK_SPACE, SCHEMA_LOCK
@@ -44,10 +43,7 @@ class PgJournal:
     @property
     def path(self) -> str:
         """The database address without its password, safe to print."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return safe_address(self.url)
 
     def close(self) -> None:
         """Close the journal's session."""

@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL cluster in a temporary directory, on 127.0.0.1 and a free port, for tests and benchmarks."""
+"""A throwaway PostgreSQL cluster in a temporary directory, on 127.0.0.1 and a free port, for tests, benchmarks and
+runs of the scenarios on the PostgreSQL journal (`--journal`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
-
-import psycopg
 
 SUPERUSER = "postgres"
 
@@ -66,6 +65,8 @@ class TempCluster:
 
     def create_database(self, name: str) -> str:
         """A fresh, empty database; returns its address."""
+        import psycopg  # the optional postgres extra: only a caller that creates databases needs it
+
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.database_url(name)
