@@ -47,7 +47,7 @@ UNDETECTABLE = "undetectable"
 KINDS = {
     "field_changed": "one character (or digit, or flag) changed in one field of one entry",
     "entry_deleted": "one entry removed from inside the chain",
-    "effect_deleted": "every entry of one effect removed from a whole journal",
+    "effect_deleted": "every entry of one effect removed from a whole journal (a cut tail when they were its last)",
     "entries_swapped": "two entries exchanged",
     "entry_duplicated": "one entry stored twice",
     "cut_tail": "the last entries cut off",
@@ -56,7 +56,8 @@ KINDS = {
     "other_key": "the bundle signature or checkpoint made with a different key",
 }
 # What receipts.COVERS says an unsigned chain cannot rule out, in its own words.
-DOCUMENTED = {"cut_tail": "a cut tail", "forged_committed": "a well-formed entry appended",
+DOCUMENTED = {"cut_tail": "a cut tail", "effect_deleted": "a cut tail",
+              "forged_committed": "a well-formed entry appended",
               "other_key": "Without a trusted key a signature proves nothing"}
 
 

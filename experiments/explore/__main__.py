@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.explore.checks import VIOLATIONS, Violation, check
+from experiments.harness import terminate_as_interrupt
 from experiments.explore.processes import Forker
 from experiments.explore.runner import Observation, run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, Schedule, schedule_for
@@ -161,11 +162,18 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
                     print(f"explore: {scenario} {done[0]}/{total} runs ({time.monotonic() - began:.0f}s)",
                           file=sys.stderr)
 
-        with ThreadPoolExecutor(args.jobs) as pool:
+        pool = ThreadPoolExecutor(args.jobs)
+        try:
             futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + args.schedules)
                        for system in args.systems]
             for future in futures:
                 future.result()
+        except BaseException:  # interrupted: drop the queued runs and kill the running workers
+            pool.shutdown(wait=False, cancel_futures=True)
+            forker.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True)
     return tally.summary(args, time.monotonic() - began)
 
 
@@ -209,18 +217,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     forker = Forker()
     try:
-        if args.replay is not None:
-            return replay(args, forker)
-        failed = False
-        for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
-            result = explore(scenario, args, forker)
-            path = args.out / f"explore_{scenario}.json"
-            _write(path, result)
-            gate = result["systems"].get("interlock")
-            failed |= bool(gate and gate["violated"])
-            print(f"explore: wrote {path} ({args.schedules} schedules x {len(args.systems)} systems in "
-                  f"{result['seconds']:.0f}s)", file=sys.stderr)
-        return 1 if failed else 0
+        with terminate_as_interrupt():  # SIGTERM too runs every cleanup: stand-ins, workers, temp folders
+            if args.replay is not None:
+                return replay(args, forker)
+            failed = False
+            for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
+                result = explore(scenario, args, forker)
+                path = args.out / f"explore_{scenario}.json"
+                _write(path, result)
+                gate = result["systems"].get("interlock")
+                failed |= bool(gate and gate["violated"])
+                print(f"explore: wrote {path} ({args.schedules} schedules x {len(args.systems)} systems in "
+                      f"{result['seconds']:.0f}s)", file=sys.stderr)
+            return 1 if failed else 0
     except KeyboardInterrupt:
         print("explore: interrupted; no result written for the unfinished scenario", file=sys.stderr)
         return 130
