@@ -223,8 +223,9 @@ def _version(package: str) -> str | None:
 def _git_commit() -> tuple[str | None, bool | None]:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=10)
+        # results/ is what runs write, so a run after another run of the same commit is still a clean run
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     if head.returncode != 0:
