@@ -334,13 +334,14 @@ def run_raced(run: Run, trials: int, progress: harness.Progress) -> dict[str, An
         f"{v}: {s['slipped_through']}/{s['trials']} slipped" for v, s in summary.items()))
     return {
         "what": ("A customer event lands between the gate's premise read and its insert. Calendar has no "
-                 "conditional insert. forced: the worker pauses at before_send while the customer inserts. "
-                 "unforced: the customer inserts concurrently at a random offset (uniform over the median "
-                 "duration of a warm-up submit) from the start of submit. gate: the gate as shipped. "
-                 "gate+send_recheck: the target re-reads the slot inside apply, right before the insert. "
-                 "window_ms: from the last premise read (gate: the AUTHORIZED journal entry, written right after "
-                 "the read returned; send_recheck: the re-read's return, timed in the worker) to the agent's insert "
-                 "in the stand-in's write log. detected_after_insert: the worker re-read the slot after a landed "
+                 "conditional insert. forced: the worker pauses at before_send (after DISPATCHED, before the "
+                 "gate's last look at lease and premises) while the customer inserts. unforced: the customer "
+                 "inserts concurrently at a random offset (uniform over the median duration of a warm-up submit) "
+                 "from the start of submit. gate: the gate as shipped. gate+send_recheck: the target also re-reads "
+                 "the slot inside apply, right before the insert. window_ms: from the last premise read (gate: its "
+                 "last look, stamped as the send begins; send_recheck: the re-read's return, timed in the worker) "
+                 "to the agent's insert in the stand-in's write log; gate_read_to_insert_ms: from the gate's first "
+                 "check (the AUTHORIZED entry). detected_after_insert: the worker re-read the slot after a landed "
                  "booking and found another event there (it records, it does not undo)."),
         "seed": seed,
         "trials_per_variant": trials,

@@ -23,6 +23,8 @@ class Gate:
 
     `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
     recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
+    Once DISPATCHED is durable the gate takes a last look at lease and premises right before the send: a change
+    during the journal's fsyncs is refused, and what remains is the time of one read and one request.
     A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
     claims (see `interlock.backends.open_journal`).
     """
@@ -126,6 +128,11 @@ class Gate:
             return refuse(self.journal, eid, code, moved.get("violations") or "lease not live", resolves=False,
                           checks=moved)
         killpoints.reach(killpoints.BEFORE_SEND)
+        looked = recheck()  # the last look: only the read itself and the request now stand between check and send
+        if not passed(looked):
+            code = "lease" if not looked["lease_live"] else "stale_premise"
+            return refuse(self.journal, eid, code, looked.get("violations") or "lease not live", resolves=True,
+                          checks=looked, epoch=claim.epoch)
         try:
             result = self.target.apply(eid, effect.payload)
         except Rejected as no:

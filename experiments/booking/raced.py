@@ -6,9 +6,10 @@ milliseconds earlier. `python -m experiments.booking.raced --dir D ...` runs the
 - forced: the gate pauses at `before_send` (INTERLOCK_PAUSE_AT) and a customer thread inserts during the pause;
 - unforced: a customer thread inserts concurrently at a random offset from the start of `submit`.
 
-Each for two variants: `gate` (the gate as shipped: premise read, AUTHORIZED and DISPATCHED journaled, insert) and
-`gate+send_recheck` (the target re-reads the slot inside `apply`, right before the insert, and refuses a taken
-slot as a failed precondition). After every landed booking the worker re-reads the slot (the after-insert check)
+Each for two variants: `gate` (the gate as shipped: premise read, AUTHORIZED and DISPATCHED journaled, a last
+look at lease and premises, insert) and `gate+send_recheck` (the target also re-reads the slot inside `apply`,
+right before the insert, and refuses a taken slot as a failed precondition). A pause at `before_send` comes
+before the gate's last look, so the forced trial shows what the last look catches. After every landed booking the worker re-reads the slot (the after-insert check)
 and records whether another event is there now. The harness judges the trials from the stand-in's write log.
 """
 
@@ -41,21 +42,36 @@ TRIALS_FILE = "trials.jsonl"
 SUMMARY = "Dana - Onboarding Call"
 
 
-class SendRecheckTarget:
-    """The Calendar target with the slot re-read inside `apply`: the premise's last read moves next to the insert.
+class StampedTarget:
+    """The Calendar target, stamping when the gate hands it the send: the gate's last look has just returned."""
 
-    The gate's own read comes before two fsync'd journal appends; this one comes right before the request.
-    A taken slot raises Rejected(precondition=True), which the gate journals as a refusal that resolves the send.
-    """
-
-    name = "calendar-event+send-recheck"
+    name = "calendar-event"
     tier = TIER_DEDUPE
     can_lookup = True
 
-    def __init__(self, inner: CalendarEventTarget, read_slot: Any):
+    def __init__(self, inner: CalendarEventTarget):
         self.inner = inner
-        self.read_slot = read_slot
         self.read_at: float | None = None
+
+    def apply(self, effect_id: str, payload: dict[str, Any]) -> Any:
+        """Stamp the time, then insert."""
+        self.read_at = time.time()
+        return self.inner.apply(effect_id, payload)
+
+    def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any:
+        """The inner target's lookup by event id."""
+        return self.inner.lookup(effect_id, payload)
+
+
+class SendRecheckTarget(StampedTarget):
+    """The Calendar target with one more slot read inside `apply`, after the gate's last look, right before the
+    request. A taken slot raises Rejected(precondition=True), which the gate journals as a refusal."""
+
+    name = "calendar-event+send-recheck"
+
+    def __init__(self, inner: CalendarEventTarget, read_slot: Any):
+        super().__init__(inner)
+        self.read_slot = read_slot
 
     def apply(self, effect_id: str, payload: dict[str, Any]) -> Any:
         """Re-read the slot, refuse if anyone else is on it, else insert."""
@@ -64,10 +80,6 @@ class SendRecheckTarget:
         if others:
             raise Rejected(f"other_events_in_slot: must be [], now {others!r} (re-read at send)", precondition=True)
         return self.inner.apply(effect_id, payload)
-
-    def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any:
-        """The inner target's lookup by event id."""
-        return self.inner.lookup(effect_id, payload)
 
 
 class Customer:
@@ -111,7 +123,7 @@ class Trials:
         decided = sorted(e["id"] for e in slot_events(self.service, self.calendar_id, *slot))
         premise = slot_premise(self.service, self.calendar_id, *slot, decided, expect=[])
         inner = CalendarEventTarget(self.service, self.calendar_id)
-        target = inner if variant == "gate" else SendRecheckTarget(inner, premise.read)
+        target = StampedTarget(inner) if variant == "gate" else SendRecheckTarget(inner, premise.read)
         effect = Effect(f"booking:{request_id}", {"event": event_body(variant, request_id, decision)}, [premise],
                         RequestLease(path), AGENT)
         gate = Gate(self.journals[variant], target)
@@ -133,7 +145,7 @@ class Trials:
             "slot_start": slot[0], "slot_end": slot[1], "offset_s": offset, "started": started,
             "submit_s": submitted - started, "outcome": outcome.status,
             "authorized_ts": stamp.get("AUTHORIZED"), "dispatched_ts": stamp.get("DISPATCHED"),
-            "send_recheck_ts": getattr(target, "read_at", None),
+            "last_read_ts": target.read_at,
             "after_insert_other_events": after if landed(outcome.status) else None,
             "detected_after_insert": bool(after) if landed(outcome.status) else None,
             "journal": [{k: e[k] for k in ("kind", "code", "reason", "via") if k in e} for e in entries],
@@ -213,9 +225,9 @@ def judge_trials(trials: list[dict[str, Any]], write_log: list[dict[str, Any]],
     """Judge each trial from the write log's order and the events on its slot; summarize per variant.
 
     A trial wants no agent event when the customer's insert reached Calendar before the agent's did (the slot was
-    taken before the send), and one otherwise. The window is the time from the gate's last premise read (the
-    AUTHORIZED entry's ts, written right after the read returned; for send_recheck the re-read in apply) to the
-    agent's insert reaching the stand-in (its write-log ts).
+    taken before the send), and one otherwise. The window is the time from the last premise read (the gate's last
+    look, stamped as the send begins; for send_recheck the re-read in apply) to the agent's insert reaching the
+    stand-in (its write-log ts); gate_read_to_insert_ms runs from the gate's first check (the AUTHORIZED entry).
     """
     from experiments.booking.grade import grade, invariant_held
 
@@ -227,7 +239,7 @@ def judge_trials(trials: list[dict[str, Any]], write_log: list[dict[str, Any]],
         agent_first = ours is not None and theirs is not None and ours["seq"] < theirs["seq"]
         want = 0 if theirs is not None and not agent_first else 1
         truth = grade(events_on(trial), trial["request_id"], want, [trial["effect_id"]] if agent_first else [])
-        last_read = trial["send_recheck_ts"] or trial["authorized_ts"]
+        last_read = trial["last_read_ts"]
         judged.append({
             **trial,
             "agent_insert": ours, "customer_insert": theirs, "agent_first": agent_first,
