@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, generate_key,
                        public_hex, verify, verify_journal)
 from interlock.canonical import entry_hash
-from interlock.kinds import COMMITTED, RESOLUTIONS, SENDS
+from interlock.kinds import COMMITTED, SENDS, open_send
 from interlock.receipts import COVERS, bundle_statement
 from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
@@ -260,7 +260,7 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
         for k in range(1, n + 1):  # onto the whole chain, and onto each send as a crash would have left it
             if k == n or entries[k - 1].get("kind") in SENDS:
                 head = entries[:k]
-                expect = UNDETECTABLE if not original.chained or _open_send(head) else FLAG
+                expect = UNDETECTABLE if not original.chained or open_send(head) else FLAG
                 yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
                              head + [forged_committed(head)], expect)
         yield Mutant("other_key", original, "signature", list(entries), UNDETECTABLE,
@@ -302,16 +302,6 @@ def forged_committed(entries: list[dict[str, Any]]) -> dict[str, Any]:
         forged.update({"result": {"forged": True}, "prev": last.get("hash")})
     forged["hash"] = entry_hash(forged)
     return forged
-
-
-def _open_send(entries: list[dict[str, Any]]) -> bool:
-    open_send = False
-    for entry in entries:
-        if entry.get("kind") in SENDS:
-            open_send = True
-        elif entry.get("kind") in RESOLUTIONS:
-            open_send = False
-    return open_send
 
 
 def _effect_deletions(original: Original) -> Iterator[Mutant]:

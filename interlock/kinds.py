@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 PROPOSED = "PROPOSED"
 AUTHORIZED = "AUTHORIZED"
 DISPATCHED = "DISPATCHED"
@@ -16,3 +18,15 @@ SENDS = frozenset({DISPATCHED, REDISPATCHED})
 RESOLUTIONS = frozenset({COMMITTED, REFUSED, AMBIGUOUS})
 # Kinds the published run documented; a legacy bundle may carry them although this gate never writes them.
 LEGACY_KINDS = frozenset({"ESCALATED", "DECIDED", "CONFIRMED"})
+
+
+def open_send(entries: Iterable[dict[str, Any]]) -> bool:
+    """Whether an effect's entries end with a send that no resolution settled."""
+    pending = False
+    for entry in entries:
+        kind = entry.get("kind")
+        if kind in SENDS:
+            pending = True
+        elif kind in RESOLUTIONS:
+            pending = False
+    return pending

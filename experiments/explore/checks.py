@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from interlock import verify
-from interlock.kinds import RESOLUTIONS, SENDS
+from interlock.kinds import open_send
 from interlock.outcomes import UnknownOutcome, landed
 
 from experiments.explore.runner import Observation
@@ -93,13 +93,7 @@ def _record(seen: Observation) -> list[Violation]:
     if not entries:
         return []
     found = []
-    open_send = False
-    for entry in entries:
-        if entry.get("kind") in SENDS:
-            open_send = True
-        elif entry.get("kind") in RESOLUTIONS:
-            open_send = False
-    if open_send:
+    if open_send(entries):
         found.append(Violation("unresolved_dispatch", "the journal ends with a send and no resolution"))
     receipt = verify({"effect_id": seen.case.effect_id, "entries": entries})
     if not receipt["valid"]:
