@@ -76,8 +76,8 @@ class Worker:
         self.process.start()
         self.process_open = True
 
-    def alive(self) -> bool:
-        """Still running (or paused)."""
+    def running(self) -> bool:
+        """Still running (or paused); the name harness.wait_for_file asks for."""
         return self.process.is_alive()
 
     def kill(self) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.explore.processes import Finished, Forker
+from experiments.harness import wait_for_file
 from experiments.explore.schedules import Schedule
 from experiments.explore.worlds import Case, Truth
 
@@ -83,7 +84,7 @@ def _chain_worker(world: Any, forker: Forker, seen: Observation, index: int, kil
     worker = forker.start(world.module, world.argv(seen.case, "decide" if index == 0 else "restart"), env,
                           directory / f"worker{index}")
     if paused_here:
-        if _wait_for(pause_file, worker):
+        if wait_for_file(pause_file, worker, PAUSE_TIMEOUT_SECONDS):
             _act(world, seen, f"while worker {index} was paused at {pause[1]}")
             pause_file.unlink()
     finished = worker.wait(WORKER_TIMEOUT_SECONDS)
@@ -98,17 +99,6 @@ def _act(world: Any, seen: Observation, when: str) -> None:
     with world.lock:
         world.act(seen.case, seen.schedule.action)
     seen.acted_at, seen.acted = time.time(), when
-
-
-def _wait_for(path: Path, worker: Any) -> bool:
-    deadline = time.monotonic() + PAUSE_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        if not worker.alive():
-            return path.exists()
-        time.sleep(0.002)
-    return False
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
