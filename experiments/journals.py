@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from interlock.backends import ClaimsLike, JournalLike, is_postgres, open_journal, safe_address
+from interlock._protocols import ClaimsLike, JournalLike
+from interlock.backends import is_postgres, open_journal, safe_address
 from interlock.journal import Journal, encode
 from interlock.receipts import bundle
 

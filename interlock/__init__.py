@@ -4,17 +4,19 @@ from .backends import open_journal
 from .claims import Claim, FileClaims
 from .effects import Effect, Outcome, effect_id_for
 from .gate import Gate
-from .journal import EffectRecord, Journal, JournalCorrupt
+from .errors import (BundleError, ClaimLost, ConfigurationError, InterlockError, JournalCorrupt,
+                     JournalUnavailable)
+from .journal import EffectRecord, Journal
 from .leases import CallableLease, Lease
 from .outcomes import UnknownOutcome, landed
 from .premises import NOT_SET, Premise
-from .receipts import BundleError, bundle, verify, verify_journal
+from .receipts import bundle, verify, verify_journal
 from .signing import generate_key, public_hex, write_checkpoint
 from .targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejected, Target
 
 __all__ = [
-    "BundleError", "CallableLease", "Claim", "Effect", "EffectRecord", "FileClaims", "FunctionTarget", "Gate",
-    "Journal", "JournalCorrupt", "Lease", "NOT_SET", "Outcome", "Premise", "Rejected", "TIER_BLIND", "TIER_DEDUPE",
+    "BundleError", "CallableLease", "Claim", "ClaimLost", "ConfigurationError", "Effect", "EffectRecord", "FileClaims", "FunctionTarget", "Gate",
+    "InterlockError", "Journal", "JournalCorrupt", "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "Rejected", "TIER_BLIND", "TIER_DEDUPE",
     "TIER_LOOKUP", "Target", "UnknownOutcome", "bundle", "effect_id_for", "generate_key", "landed", "open_journal", "public_hex",
     "verify", "verify_journal", "write_checkpoint",
 ]

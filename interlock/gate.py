@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 from . import killpoints, outcomes
 from .canonical import digest
-from .backends import ClaimLike, ClaimLost, ClaimsLike, GuardFailed, JournalLike
+from ._protocols import ClaimLike, ClaimsLike, JournalLike
+from .errors import ClaimLost, GuardFailed
 from .claims import FileClaims
 from .effects import Effect, Outcome
 from .journal import EffectRecord, Journal

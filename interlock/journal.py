@@ -13,11 +13,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .canonical import entry_hash, hash_holds
+from .errors import JournalCorrupt
 from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT
-
-
-class JournalCorrupt(Exception):
-    """The journal holds damage other than a torn last line; dispatching stops until a person looks."""
 
 
 @dataclass

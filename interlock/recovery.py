@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import killpoints, outcomes
-from .backends import ClaimLike, JournalLike
+from ._protocols import ClaimLike, JournalLike
 from .effects import Effect, Outcome
 from .kinds import AMBIGUOUS, COMMITTED, PROPOSED, REDISPATCHED, REFUSED
 from .leases import check, passed

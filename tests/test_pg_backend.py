@@ -10,7 +10,8 @@ import time
 import pytest
 
 from interlock import Effect, FunctionTarget, Gate, Journal, bundle, verify, verify_journal
-from interlock.backends import ClaimLost, GuardFailed, open_journal
+from interlock.backends import open_journal
+from interlock.errors import ClaimLost, GuardFailed
 
 from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 

@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterator, Sequence
 import psycopg
 from psycopg import sql
 
-from ..backends import ClaimLost, GuardFailed, safe_address
+from ..backends import safe_address
+from ..errors import ClaimLost, GuardFailed
 from ..journal import EffectRecord, encode, seal
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import APPEND_LOCK, DDL, LOCK_SPACE, SCHEMA_LOCK

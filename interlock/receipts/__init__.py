@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..canonical import hash_holds
+from ..errors import BundleError
 from ..journal import Journal
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
                      REFUSED, RESOLUTIONS, SENDS)
@@ -24,10 +25,6 @@ COVERS = ("tamper_evident: every entry's hash recomputes and links to its predec
           "rules those out for whoever trusts the public key. Without a trusted key a signature proves nothing and "
           "is not checked (signed: null), so one made with another key shows only against the trusted one.")
 LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
-
-
-class BundleError(ValueError):
-    """The input is not a receipt bundle or journal at all (as opposed to a damaged one)."""
 
 
 def bundle_statement(effect_id: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
