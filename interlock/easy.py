@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .claims import FileClaims
-from .effects import Effect, Outcome
-from .gate import Gate, proposal
+from .effects import Effect, proposal
+from .gate import Gate
+from .outcomes import Outcome
 from .hooks import NO_HOOKS, Hooks
 from .journal import Journal
 from .leases import CallableLease, Lease

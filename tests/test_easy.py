@@ -47,7 +47,7 @@ def test_a_slot_busy_when_decided_is_refused_not_double_booked(world):
     app, book, _ = app_for(world)
     outcome = book("r1", *SLOT)
     assert outcome.status == "REFUSED:stale_premise"
-    assert outcome.rechecked["violations"] == ["other_events_in_slot: must be [], was ['dana'] when decided"]
+    assert outcome.rechecked.violations == ("other_events_in_slot: must be [], was ['dana'] when decided",)
     assert [e["id"] for e in load(world / "calendar.json", [])] == ["dana"]
 
 
