@@ -1,5 +1,6 @@
 """Interlock: gate an agent's side effects on premises, leases and claims, and keep a hash-chained record."""
 
+from .app import Action, AsyncAction, Interlock, Recovered, Unsettled, current_effect
 from .backends import open_journal
 from .checks import Check
 from .claims import Claim, FileClaims
@@ -19,11 +20,11 @@ from .targets import (DEFAULT_IN_FLIGHT, TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, F
                       Unanswered)
 
 __all__ = [
-    "BundleError", "CallableLease", "Check", "Claim", "ClaimLost", "ConfigurationError", "DEFAULT_IN_FLIGHT",
+    "Action", "AsyncAction", "BundleError", "CallableLease", "Check", "Claim", "ClaimLost", "ConfigurationError", "DEFAULT_IN_FLIGHT",
     "DuplicateAction", "Effect", "EffectError", "EffectRecord", "EffectRefused", "EffectUnsettled", "FileClaims",
-    "FunctionTarget", "Gate", "GuardFailed", "Hooks", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
-    "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "RefusalCode", "Rejected", "Status",
-    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownOutcome",
-    "bundle", "effect_id_for", "generate_key", "landed", "open_journal", "public_hex", "verify", "verify_journal",
+    "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
+    "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
+    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownOutcome", "Unsettled",
+    "bundle", "current_effect", "effect_id_for", "generate_key", "landed", "open_journal", "public_hex", "verify", "verify_journal",
     "write_checkpoint",
 ]
