@@ -57,9 +57,20 @@ class Target(Protocol):
     default bound), `takes_epoch` (False). See the module docstring.
     """
 
-    name: str
-    tier: int
-    can_lookup: bool
+    @property
+    def name(self) -> str:
+        """The target's name, journaled with every effect."""
+        ...
+
+    @property
+    def tier(self) -> int:
+        """1: the service dedupes on the effect id; 2: a lookup answers "did it land"; 3: neither."""
+        ...
+
+    @property
+    def can_lookup(self) -> bool:
+        """Whether `lookup` can ask the service."""
+        ...
 
     def apply(self, effect_id: str, payload: dict[str, Any]) -> Any:
         """Send the effect; return JSON evidence of what the service did."""
