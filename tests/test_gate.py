@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
@@ -167,3 +169,29 @@ def test_gates_share_a_journal_object(tmp_path, service):
     assert first.submit(Effect("k1", {})).status == "COMMITTED"
     assert second.submit(Effect("k2", {})).status == "COMMITTED"
     assert len(journal) == 8
+
+
+@pytest.mark.parametrize("tier", [1, 2])
+def test_a_bug_in_the_send_is_journaled_with_its_exception_and_not_called_again(tmp_path, tier):
+    calls = []
+
+    def send(effect_id, payload):
+        calls.append(effect_id)
+        return payload["missing"]
+
+    target = FunctionTarget("svc", send, tier=tier, find=lambda eid, payload: None, in_flight=0.0)
+    gate = Gate(tmp_path / "journal.jsonl", target)
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.error == {"type": "KeyError", "message": "'missing'"}
+    assert gate.journal.entries(outcome.effect_id)[-1]["error"] == outcome.error
+    again = gate.submit(effect())
+    assert again.status == "AMBIGUOUS" and again.error == outcome.error
+    assert calls == [outcome.effect_id]
+
+
+def test_a_lost_answer_to_an_unfenced_target_is_not_judged_before_its_in_flight_bound(tmp_path, service):
+    target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=60.0)
+    service.lose_answer = True
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    assert outcome.status == "IN_FLIGHT" and outcome.decide_at > time.time() + 50
+    assert len(service.landed) == 1
