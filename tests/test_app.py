@@ -215,6 +215,8 @@ def test_recover_refuses_a_rollback_whose_generation_moved_during_the_outage(wor
     app, _, _ = app_for(world)
     entries = app.journal.entries(effect_id_for("rollback:config/app.json:INC-1"))
     assert entries[-1]["rechecked"]["violations"] == ["generation: was 1, now 2"]
+    again = run(world, "rollback")  # a refusal at recovery is final: the same call stays refused
+    assert json.loads(again.stdout) == ["REFUSED:stale_premise_at_recovery"], again.stderr
 
 
 def test_recover_finds_an_async_rollback_that_landed_before_the_kill(world):
