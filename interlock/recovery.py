@@ -25,20 +25,11 @@ from ._protocols import ClaimLike, JournalLike
 from .checks import Check, check
 from .effects import Effect, proposal
 from .errors import ClaimLost
-from .hooks import NO_HOOKS, Hooks
+from .hooks import Hooks
 from .kinds import AMBIGUOUS, COMMITTED, REDISPATCHED, REFUSED, SENDS
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
 from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target, in_flight_bound, unanswered
-
-
-def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike,
-                   hooks: Hooks = NO_HOOKS, *, wait: float = 0.0) -> Outcome:
-    """Settle one open dispatch; `wait` is how long it may wait for a request that can still land.
-
-    Raises ClaimLost when the claim was taken over before a resend (nothing was sent).
-    """
-    return Recovery(journal, target, effect, claim, hooks).settle(wait)
 
 
 def describe_error(exc: BaseException) -> dict[str, str]:
@@ -54,7 +45,10 @@ def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimL
 
 
 class Recovery:
-    """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too."""
+    """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
+
+    `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent).
+    """
 
     def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks):
         self.journal = journal
