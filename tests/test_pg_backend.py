@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
 from interlock import Effect, FunctionTarget, Gate, Journal, bundle, verify, verify_journal
 from interlock.backends import open_journal
-from interlock.errors import ClaimLost, GuardFailed
+from interlock.errors import GuardFailed
 
 from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 psycopg = pytest.importorskip("psycopg")
-from interlock.pg import PgClaims, PgJournal, Row, RowLease, row_premise  # noqa: E402
+from interlock.pg import PgJournal, Row, RowLease, row_premise  # noqa: E402
 
 
 def _run_effects(journal, claims, keys):
@@ -103,54 +102,6 @@ def test_a_resolution_after_the_resolution_is_kept_as_late_result(pg_url):
     late = journal.append("COMMITTED", "e1", {"via": "send", "result": 2, "epoch": 1})
     assert (late["kind"], late["late_kind"]) == ("LATE_RESULT", "COMMITTED")
     assert journal.effect("e1").resolution["result"] == 1
-
-
-def test_a_live_owner_keeps_its_claim_until_its_lease_expires_on_the_database_clock(pg_url):
-    journal = PgJournal(pg_url)
-    owner, other = PgClaims(journal, ttl=1.0), PgClaims(PgJournal(pg_url), ttl=1.0)
-    held = owner.acquire("e1", wait=0)
-    assert held.epoch == 1
-    assert other.acquire("e1", wait=0.2) is None
-    started = time.monotonic()
-    taken = other.acquire("e1", wait=5)
-    assert taken.epoch == 2 and 0.4 < time.monotonic() - started < 3
-
-
-def test_a_claim_is_free_at_once_when_its_owners_session_ends(pg_url):
-    owner, other = PgClaims(PgJournal(pg_url), ttl=60), PgClaims(PgJournal(pg_url), ttl=60)
-    assert owner.acquire("e1", wait=0).epoch == 1
-    owner.close()
-    started = time.monotonic()
-    assert other.acquire("e1", wait=5).epoch == 2
-    assert time.monotonic() - started < 1
-
-
-def test_a_released_claim_is_free_and_a_taken_over_claim_stays_with_its_new_owner(pg_url):
-    first, second = PgClaims(PgJournal(pg_url), ttl=0.3), PgClaims(PgJournal(pg_url), ttl=60)
-    stale = first.acquire("e1", wait=0)
-    time.sleep(0.5)
-    current = second.acquire("e1", wait=0)
-    stale.release()
-    assert first.acquire("e1", wait=0) is None
-    current.release()
-    assert first.acquire("e1", wait=0).epoch == 3
-
-
-def test_a_writer_whose_claim_was_taken_over_cannot_dispatch_and_its_result_is_late(pg_url):
-    zombie_journal, fresh_journal = PgJournal(pg_url), PgJournal(pg_url)
-    zombie = PgClaims(zombie_journal, ttl=0.3).acquire("e1", wait=0)
-    zombie_journal.append("PROPOSED", "e1", {"payload_hash": "p"})
-    time.sleep(0.5)
-    fresh = PgClaims(fresh_journal, ttl=60).acquire("e1", wait=0)
-    with pytest.raises(ClaimLost):
-        zombie_journal.append("DISPATCHED", "e1", {"epoch": zombie.epoch})
-    fresh_journal.append("DISPATCHED", "e1", {"epoch": fresh.epoch})
-    late = zombie_journal.append("COMMITTED", "e1", {"via": "send", "result": "zombie", "epoch": zombie.epoch})
-    assert (late["kind"], late["epoch"]) == ("LATE_RESULT", 1)
-    fresh_journal.append("COMMITTED", "e1", {"via": "send", "result": "fresh", "epoch": fresh.epoch})
-    record = fresh_journal.effect("e1")
-    assert record.kinds == ["PROPOSED", "DISPATCHED", "LATE_RESULT", "COMMITTED"]
-    assert record.resolution["result"] == "fresh"
 
 
 @pytest.fixture
