@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from interlock import Effect, FunctionTarget, Gate, Journal, bundle, verify, verify_journal
 from interlock.backends import open_journal
-from interlock.errors import GuardFailed
+from interlock.errors import GuardFailed, JournalUnavailable
 
 from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
@@ -179,3 +180,47 @@ def test_the_gate_dispatches_on_a_live_lease_row_and_refuses_once_it_closed(rows
     dispatched = [e for e in journal.entries() if e["kind"] == "DISPATCHED"]
     assert [d["lease"]["value"] for d in dispatched] == ["open"]
     assert verify(bundle(journal, dispatched[0]["effect_id"]))["authorized_when_fired"] is True
+
+
+def test_entries_carry_the_servers_time_not_the_writers_clock(pg_url, monkeypatch):
+    journal = PgJournal(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as clock:
+        before = float(clock.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() - 3600)  # this process's clock is an hour behind
+        entries = [journal.append("PROPOSED", f"e{i}", {"payload_hash": "p"}) for i in range(3)]
+        monkeypatch.undo()
+        after = float(clock.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    stamps = [e["ts"] for e in entries]
+    assert before <= stamps[0] <= stamps[1] <= stamps[2] <= after
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_journal_sessions_pin_read_committed_under_a_repeatable_read_default(pg_url):
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE \"{pg_url.rsplit('/', 1)[1]}\" SET default_transaction_isolation = 'repeatable read'")
+    journal = PgJournal(pg_url)
+    assert journal.connect().execute("SHOW transaction_isolation").fetchone()[0] == "read committed"
+    with psycopg.connect(pg_url, autocommit=True) as plain:
+        assert plain.execute("SHOW transaction_isolation").fetchone()[0] == "repeatable read"
+
+
+def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent(pg_cluster):
+    url = pg_cluster.create_database("t_stopped")
+    journal = PgJournal(url)
+    journal.append("PROPOSED", "before", {"payload_hash": "p"})
+    journal.append("PROPOSED", "after", {"payload_hash": "p"})
+    journal.append("DISPATCHED", "after", {"epoch": 1})
+    pg_cluster.stop_server()
+    try:
+        with pytest.raises(JournalUnavailable) as unsent:
+            journal.append("DISPATCHED", "before", {"epoch": 1})
+        with pytest.raises(JournalUnavailable) as unknown:
+            journal.append("COMMITTED", "after", {"via": "send", "result": 1, "epoch": 1})
+        with pytest.raises(JournalUnavailable):
+            journal.effect("after")
+    finally:
+        pg_cluster.start()
+    assert (unsent.value.sent, unknown.value.sent) == (False, None)
+    assert "t_stopped" in str(unknown.value) and "COMMITTED" in str(unknown.value)
+    assert [r.effect_id for r in journal.open_dispatches()] == ["after"]  # left open for recovery
