@@ -5,20 +5,20 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from interlock import killpoints
+from experiments import crash
 
 SCENARIOS = ("gcp_resource", "calendar")
 SYSTEMS = ("interlock", "hand_check", "no_check")
-FIRST_KILLS = (None, killpoints.AFTER_PROPOSED, killpoints.BEFORE_SEND, killpoints.AFTER_COMMIT)
+FIRST_KILLS = (None, crash.AFTER_PROPOSED, crash.BEFORE_SEND, crash.AFTER_COMMIT)
 # A restarted worker recovers (gate), or resends a redelivered job (baselines): any point may fire in it.
-RESTART_KILLS = (None, *killpoints.POINTS)
+RESTART_KILLS = (None, *crash.POINTS)
 ACTIONS = {
     "gcp_resource": ("none", "human_write", "lease_revoked"),
     "calendar": ("none", "slot_taken", "request_cancelled"),
 }
 # The window between a system's last check and its send: an action paused there can only be stopped by the
 # service itself (a GCS generation precondition); Calendar inserts and lease revocations have none.
-CHECK_TO_SEND = frozenset({killpoints.BEFORE_SEND, killpoints.RECOVERY_BEFORE_RESEND})
+CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 
 
@@ -74,7 +74,7 @@ def schedule_for(scenario: str, seed: int) -> Schedule:
     action_before = action_pause = None
     if action != "none":
         if rng.random() < 0.5:
-            action_pause = (rng.randrange(len(kills)), rng.choice(killpoints.POINTS))
+            action_pause = (rng.randrange(len(kills)), rng.choice(crash.POINTS))
         else:
             action_before = rng.randrange(len(kills) + 1)
     recoverers = 1 if rng.random() < 0.5 else rng.randint(2, MAX_RECOVERERS)
