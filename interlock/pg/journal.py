@@ -27,10 +27,15 @@ _guarding: ContextVar[psycopg.Cursor[Any] | None] = ContextVar("interlock_pg_gua
 class PgJournal:
     """A journal in one PostgreSQL database, shared by any number of processes on any number of hosts.
 
-    An append is one statement, `interlock_append`: the server checks the writer's claim, takes the journal-wide
-    lock, reads the head and the effect's last entry, stamps the entry with its own clock, hashes it and inserts
-    it; the lock is held only until that statement commits. Unique constraints refuse a forked chain even from a
-    writer that skips the function. An append for an effect whose claim this process holds is fenced on the
+    An append is one round trip: `interlock_append` checks the writer's claim, takes the journal-wide lock, reads
+    the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
+    transaction commits without waiting for the disk, which frees the lock at once, and a second transaction in
+    the same round trip waits for the flush that makes the entry durable. Appends from many sessions so share
+    their flushes, and `append` returns only once its entry is durable. For that moment an entry is visible
+    before it is durable: a process taking over a claim from a live lease commits its takeover synchronously,
+    so it never decides on an entry a server crash could take back; only a reader without the claim (an export
+    taken in that instant) can see one. Unique constraints refuse a forked chain even from a writer that skips
+    the function. An append for an effect whose claim this process holds is fenced on the
     claim's epoch. Every session pins READ COMMITTED, whatever the database's default, since each statement of
     an append must see the entry committed just before it. Database failures surface as JournalUnavailable
     (saying what is known of the effect's send) or ClaimLost, never as driver errors.
@@ -192,13 +197,13 @@ class PgJournal:
         params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
         try:
             conn = self._session()
-            if guards:
-                with conn.pipeline(), conn.transaction():
-                    _check(conn, guards)
-                    stored = conn.execute(_APPEND, params)  # sent with the COMMIT: one round trip holds the lock
-                row = stored.fetchone()
-            else:
-                row = conn.execute(_APPEND, params).fetchone()
+            with conn.pipeline():
+                with conn.transaction():
+                    if guards:
+                        _check(conn, guards)
+                    stored = conn.execute(_APPEND, params)
+                conn.execute(_FLUSH)
+            row = stored.fetchone()
         except psycopg.Error as exc:
             if exc.sqlstate == CLAIM_LOST:
                 raise ClaimLost(_first_line(exc)) from None
@@ -217,6 +222,9 @@ class PgJournal:
 
 
 _APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+# A transaction that writes one WAL record and commits synchronously: its flush covers the append committed just
+# before it, so concurrent appends share flushes while none holds the journal-wide lock across one.
+_FLUSH = "SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
 _PLACED = ("seq", "ts", "prev", "effect_prev", "hash")
 
 

@@ -67,8 +67,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
     c interlock_claims%ROWTYPE;
 BEGIN
-    -- No wait for the disk: a claim lost with a crash is refused by its holder's first fenced, durable write.
-    PERFORM set_config('synchronous_commit', 'off', true);
     INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp())
         ON CONFLICT DO NOTHING;
     SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
@@ -91,6 +89,11 @@ BEGIN
         r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
         RETURN;
     END IF;
+    IF r_taken IN ('new', 'released') THEN
+        -- No wait for the disk: a claim a crash forgets is refused at its holder's first fenced, durable write.
+        -- A takeover from a live lease does wait: its flush makes durable every entry its decisions rest on.
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
            expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
            since = clock_timestamp()
@@ -109,7 +112,8 @@ END $$;
 
 -- Append one entry. The client sends the entry's canonical body and its line with placeholders for what only the
 -- database decides (seq, ts, prev, effect_prev, hash) and, for a resolution, the LATE_RESULT form as well. The
--- journal-wide lock is taken last and held only to the commit of this one statement.
+-- journal-wide lock is taken last and held only to the commit, which does not wait for the disk: the caller
+-- follows it with a synchronous transaction in the same round trip (see PgJournal).
 CREATE OR REPLACE FUNCTION interlock_append(p_effect text, p_kind text, p_epoch bigint, p_fence bigint,
                                             p_holder text, p_token text, p_body text, p_line text,
                                             p_late_body text, p_late_line text) RETURNS text
@@ -125,6 +129,7 @@ DECLARE
     v_line    text;
     v_hash    text;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller's next transaction waits for the flush
     IF p_fence IS NOT NULL THEN
         SELECT * INTO v_current FROM interlock_claims WHERE effect_id = p_effect FOR SHARE;
         IF v_current.epoch IS DISTINCT FROM p_fence OR v_current.holder IS DISTINCT FROM p_holder THEN
