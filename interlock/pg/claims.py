@@ -28,7 +28,7 @@ from typing import Any, Callable, TypeVar
 import psycopg
 
 from ..errors import JournalUnavailable
-from .journal import PgJournal, _first_line
+from .journal import PgJournal, _first_line, reconnecting
 
 POLL_SECONDS = 0.005
 RENEWALS_PER_TTL = 3
@@ -182,11 +182,11 @@ class PgClaims:
                     del self._held[claim.effect_id]
 
     def _run(self, statement: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
-        """Run one statement on the claims session, reconnecting first if it was lost."""
+        """Run one statement on the claims session, on a new one while the database is briefly away."""
         with self._lock:
             try:
-                return statement(self._session())
-            except psycopg.OperationalError as exc:
+                return reconnecting(lambda: statement(self._session()))  # every claims statement is safe to repeat
+            except psycopg.Error as exc:
                 raise JournalUnavailable(f"{self.journal.path}: {what}: {_first_line(exc)}", sent=False) from None
 
     def _session(self) -> psycopg.Connection[Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from contextvars import ContextVar
 from pathlib import Path
@@ -20,6 +21,8 @@ from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
 
 Guard = str | Callable[[], list[str]]
+RECONNECT_SECONDS = 3.0  # how long a call waits for the database to come back (a restart takes about a second)
+RECONNECT_POLL_SECONDS = 0.05
 T = TypeVar("T")
 _guarding: ContextVar[psycopg.Cursor[Any] | None] = ContextVar("interlock_pg_guarding", default=None)
 
@@ -45,7 +48,7 @@ class PgJournal:
         self.url = url
         self._epochs: dict[str, tuple[int, str]] = {}
         self._sending: set[str] = set()
-        self._conn = self._guarded(self.connect, "connect", None)
+        self._conn = self._guarded(self.connect, "connect", False)
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
             self._conn.execute(DDL)
@@ -179,14 +182,16 @@ class PgJournal:
         return self._conn
 
     def _read(self, query: Callable[[psycopg.Connection[Any]], T], what: str, effect_id: str | None) -> T:
-        return self._guarded(lambda: query(self._session()), what, effect_id)
+        return self._guarded(lambda: query(self._session()), what, None if effect_id in self._sending else False)
 
-    def _guarded(self, call: Callable[[], T], what: str, effect_id: str | None) -> T:
-        """Run `call`, turning a driver error into JournalUnavailable that says what is known of the send."""
+    def _guarded(self, call: Callable[[], T], what: str, sent: bool | None) -> T:
+        """Run `call`, again on a new session while the database is briefly away (a restart, a terminated
+        session), then turn a driver error into JournalUnavailable that says what is known of the send."""
         try:
-            return call()
+            return reconnecting(call)
         except psycopg.Error as exc:
-            sent = None if effect_id in self._sending else False
+            if exc.sqlstate == CLAIM_LOST:
+                raise ClaimLost(_first_line(exc)) from None
             raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
@@ -195,20 +200,18 @@ class PgJournal:
         late_body, late_line = _template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS else (None, None)
         epoch, holder = self._epochs.get(effect_id, (None, None))
         params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
-        try:
+
+        def attempt() -> tuple[str]:
             conn = self._session()
             with conn.pipeline():
                 with conn.transaction():
                     if guards:
                         _check(conn, guards)
-                    stored = conn.execute(_APPEND, params)
+                    stored = conn.execute(_APPEND, params)  # a retry with the same token finds a stored entry
                 conn.execute(_FLUSH)
-            row = stored.fetchone()
-        except psycopg.Error as exc:
-            if exc.sqlstate == CLAIM_LOST:
-                raise ClaimLost(_first_line(exc)) from None
-            raise JournalUnavailable(f"{self.path}: {kind} for effect {effect_id} may not be written: "
-                                     f"{_first_line(exc)}", sent=self._sent(kind, effect_id)) from None
+            return stored.fetchone()
+
+        row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
         entry = json.loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
@@ -279,6 +282,21 @@ def _record(effect_id: str, rows: list[tuple[int, str]]) -> EffectRecord | None:
     for seq, line in rows:
         record.add(json.loads(line), seq)
     return record
+
+
+def reconnecting(call: Callable[[], T], seconds: float = RECONNECT_SECONDS) -> T:
+    """`call()`, tried again for up to `seconds` while the database refuses or drops the connection.
+
+    Only for calls that are safe to repeat: reads, and writes that recognise their own retry.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except psycopg.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(RECONNECT_POLL_SECONDS)
 
 
 def _first_line(exc: BaseException) -> str:

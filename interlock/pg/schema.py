@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS interlock_journal (
     effect_prev text,
     hash        text   NOT NULL UNIQUE,
     epoch       bigint,
+    token       text,
     line        text   NOT NULL,
     CONSTRAINT only_the_first_entry_has_no_prev CHECK ((seq = 0) = (prev IS NULL))
 );
@@ -70,7 +71,14 @@ BEGIN
     INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp())
         ON CONFLICT DO NOTHING;
     SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
-    IF c.expires IS NULL THEN
+    IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
+        -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
+        PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
+        UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
+        r_epoch := c.epoch;
+        r_taken := c.taken;
+        RETURN;
+    ELSIF c.expires IS NULL THEN
         r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
     ELSIF c.expires <= clock_timestamp() THEN
         r_taken := 'expired';
@@ -141,6 +149,10 @@ BEGIN
         END IF;
     END IF;
     PERFORM pg_advisory_xact_lock({LOCK_SPACE}, {APPEND_LOCK});  -- the journal-wide lock, to this commit
+    SELECT line INTO v_line FROM interlock_journal WHERE effect_id = p_effect AND token = p_token;
+    IF FOUND THEN
+        RETURN v_line;  -- a retry of an append that was stored before its answer was lost
+    END IF;
     SELECT seq, hash INTO v_seq, v_prev FROM interlock_journal ORDER BY seq DESC LIMIT 1;
     v_seq := coalesce(v_seq + 1, 0);
     SELECT hash INTO v_eprev FROM interlock_journal WHERE effect_id = p_effect ORDER BY seq DESC LIMIT 1;
@@ -171,9 +183,9 @@ BEGIN
         '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
         '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null')),
         '"' || p_token || 'hash"', to_json(v_hash)::text);
-    INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, line)
+    INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, token, line)
          VALUES (v_seq, p_effect, CASE WHEN v_late THEN 'LATE_RESULT' ELSE p_kind END, v_prev, v_eprev, v_hash,
-                 p_epoch, v_line);
+                 p_epoch, p_token, v_line);
     RETURN v_line;
 END $$;
 """
