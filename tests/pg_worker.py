@@ -15,7 +15,9 @@ import fcntl
 import json
 import os
 import random
+import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -155,6 +157,62 @@ def worker_command(journal: str, ledger: Path | str, keys: list[str], **options:
 def outcomes(stdout: str) -> list[dict[str, Any]]:
     """The JSON lines a worker printed."""
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def start(journal: str, ledger: Path | str, keys: list[str], env: dict[str, str] | None = None,
+          **options: Any) -> subprocess.Popen:
+    """Start a worker process on `journal` and `ledger` (a file or the service's URL)."""
+    return subprocess.Popen(worker_command(journal, ledger, keys, **options), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+
+
+def paused_at(point: str, pause: Path) -> dict[str, str]:
+    """The environment that pauses a worker at `point` until `pause` is removed."""
+    return {"INTERLOCK_PAUSE_AT": point, "INTERLOCK_PAUSE_FILE": str(pause)}
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Until the worker wrote `path` (it reached its pause point), failing if it died first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, f"worker never reached {path.name}"
+        time.sleep(0.01)
+
+
+def wait_for_put(ledger: Any, effect_id: str, proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Until the ledger service received the worker's write (it lands only after the service's delay)."""
+    deadline = time.monotonic() + timeout
+    while not any(e["event"] == "put" and e["id"] == effect_id for e in ledger.log()):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the worker's write never reached the service"
+        time.sleep(0.01)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120) -> list[dict[str, Any]]:
+    """The outcomes of a worker that exited cleanly."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return outcomes(out)
+
+
+def statuses(proc: subprocess.Popen) -> list[str]:
+    """The statuses a worker reported, in order."""
+    return [o["status"] for o in finish(proc)]
+
+
+def resolutions(journal: Any, effect_id: str) -> list[dict[str, Any]]:
+    """The effect's resolving entries (a LATE_RESULT is not one)."""
+    return [e for e in journal.entries(effect_id) if e["kind"] in ("COMMITTED", "REFUSED", "AMBIGUOUS")]
+
+
+def terminate_sessions(url: str) -> int:
+    """End every other session on the database (the workers' claims and journal sessions alike)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        return len(admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname ="
+                                 " current_database() AND pid <> pg_backend_pid()").fetchall())
 
 
 @pytest.fixture(scope="session")
