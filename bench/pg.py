@@ -95,17 +95,17 @@ def _takeover(address: str, effect_id: str, sig: signal.Signals, in_request: boo
     signalled = time.perf_counter()
     os.kill(holder.pid, sig)
     claim = claims.acquire(effect_id, wait=60)
-    taken = time.perf_counter() - signalled
+    seconds = time.perf_counter() - signalled
     if claim is None:
         raise RuntimeError(f"no takeover of {effect_id} within 60 s")
-    how = getattr(claim, "how", "flock")
+    how = getattr(claim, "taken", "flock")
     claim.release()
     if sig != signal.SIGKILL:
         os.kill(holder.pid, signal.SIGKILL)
     holder.join()
     ready.unlink()
     ready.parent.rmdir()
-    return taken, how
+    return seconds, how
 
 
 def _takeovers(address: str, label: str, sig: signal.Signals, in_request: bool) -> dict[str, Any]:

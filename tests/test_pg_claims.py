@@ -45,7 +45,7 @@ def test_owner_of_reads_a_released_claim(pg_url):
     row = claims.owner_of("e1")
     assert (row["epoch"], row["released"], row["expires"], row["in_request"]) == (1, True, None, False)
     again = claims.acquire("e1", wait=0)
-    assert (again.epoch, again.how) == (2, "released")
+    assert (again.epoch, again.taken) == (2, "released")
 
 
 def test_a_holders_claim_is_free_at_once_when_its_session_ends_outside_a_request(pg_url):
@@ -54,7 +54,7 @@ def test_a_holders_claim_is_free_at_once_when_its_session_ends_outside_a_request
     owner.close()
     started = time.monotonic()
     taken = other.acquire("e1", wait=5)
-    assert (taken.epoch, taken.how) == (2, "holder_gone") and time.monotonic() - started < 1
+    assert (taken.epoch, taken.taken) == (2, "holder_gone") and time.monotonic() - started < 1
 
 
 def test_a_claim_in_a_request_outlives_its_holders_session_until_the_lease_expires(pg_url):
@@ -66,7 +66,7 @@ def test_a_claim_in_a_request_outlives_its_holders_session_until_the_lease_expir
     started = time.monotonic()
     assert other.acquire("e1", wait=0.3) is None
     taken = other.acquire("e1", wait=5)
-    assert (taken.epoch, taken.how) == (2, "expired") and 0.5 < time.monotonic() - started < 3
+    assert (taken.epoch, taken.taken) == (2, "expired") and 0.5 < time.monotonic() - started < 3
 
 
 def test_a_terminated_session_mid_request_does_not_hand_the_claim_over(pg_url):
@@ -85,7 +85,7 @@ def test_a_holder_cut_off_outside_a_request_loses_the_claim_and_is_fenced(pg_url
     owner.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
     _terminate(pg_url, owner.owner_of("e1")["backend"])
     taken = other.acquire("e1", wait=5)
-    assert (taken.epoch, taken.how) == (2, "holder_gone")
+    assert (taken.epoch, taken.taken) == (2, "holder_gone")
     assert not held.confirm()  # its next confirm, through a new session, sees the new epoch
     with pytest.raises(ClaimLost):
         owner.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: []])

@@ -42,7 +42,7 @@ class PgClaim:
     effect_id: str
     epoch: int
     holder: str
-    how: str  # how it was taken: new, released, expired, holder_gone
+    taken: str  # how: new, released (by its last holder), expired (its lease ran out), holder_gone
     _claims: PgClaims | None = field(repr=False)
     lost: bool = False
 
@@ -101,11 +101,11 @@ class PgClaims:
         deadline = time.monotonic() + wait
         holder = uuid.uuid4().hex
         while True:
-            epoch, how = self._run(lambda conn: conn.execute(
+            epoch, taken = self._run(lambda conn: conn.execute(
                 "SELECT * FROM interlock_claim(%s, %s, %s, %s)",
                 (effect_id, holder, self.owner, self.ttl)).fetchone(), f"claim {effect_id}")
             if epoch is not None:
-                claim = PgClaim(effect_id, epoch, holder, how, self)
+                claim = PgClaim(effect_id, epoch, holder, taken, self)
                 self.journal.fence(effect_id, epoch, holder)
                 with self._lock:
                     self._held[effect_id] = claim

@@ -49,6 +49,9 @@ class PgJournal:
         self._epochs: dict[str, tuple[int, str]] = {}
         self._sending: set[str] = set()
         self._conn = self._guarded(self.connect, "connect", False)
+        self._guarded(self._create_schema, "create the journal's tables", False)
+
+    def _create_schema(self) -> None:
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
             self._conn.execute(DDL)
