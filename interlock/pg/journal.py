@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from ..backends import safe_address
 from ..canonical import canonical_bytes
@@ -206,13 +207,20 @@ class PgJournal:
 
         def attempt() -> tuple[str]:
             conn = self._session()
-            with conn.pipeline():
-                with conn.transaction():
-                    if guards:
-                        _check(conn, guards)
-                    stored = conn.execute(_APPEND, params)  # a retry with the same token finds a stored entry
-                conn.execute(_FLUSH)
-            return stored.fetchone()
+            cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
+            try:
+                if guards:
+                    conn.execute("BEGIN")
+                    _check(conn, guards)
+                    cur.execute(_APPEND, params)
+                else:
+                    cur.execute("BEGIN; " + _APPEND, params)
+                    cur.nextset()
+            except BaseException:
+                if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+            return cur.fetchone()
 
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
         entry = json.loads(row[0])
@@ -227,10 +235,11 @@ class PgJournal:
         return None if kind in RESOLUTIONS or effect_id in self._sending else False
 
 
-_APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-# A transaction that writes one WAL record and commits synchronously: its flush covers the append committed just
-# before it, so concurrent appends share flushes while none holds the journal-wide lock across one.
-_FLUSH = "SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
+# The append commits without waiting for the disk, which frees the journal-wide lock at once; the last statement is
+# a transaction that writes one WAL record and commits synchronously: its flush covers the append committed just
+# before it, so concurrent appends share flushes while none holds the lock across one, or across a round trip.
+_APPEND = ("SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s); COMMIT;"
+           " SELECT pg_logical_emit_message(true, 'interlock', 'flush')")
 _PLACED = ("seq", "ts", "prev", "effect_prev", "hash")
 
 
