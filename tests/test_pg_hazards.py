@@ -83,7 +83,7 @@ def test_a_holder_cut_off_outside_a_request_is_taken_over_at_once_and_never_send
 
 def test_a_database_killed_and_restarted_mid_request_keeps_the_claim_and_the_record(pg_cluster, pg_url, ledger,
                                                                                     tmp_path):
-    pause, eid, ttl = tmp_path / "pause", effect_id_for("k"), 15.0  # longer than the restart
+    pause, eid, ttl = tmp_path / "pause", effect_id_for("k"), 30.0  # longer than the restart
     owner = start(pg_url, ledger.endpoint, ["k"], paused_at("before_request", pause), ttl=ttl, in_flight=0.2)
     wait_for_file(pause, owner)
     killed = time.monotonic()
