@@ -11,7 +11,7 @@ from pathlib import Path
 from interlock.canonical import entry_hash
 from pipeline import derive
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "published"
 CELLS = 10_000
 TARGET_SECONDS = 10.0
 _GENERATION = re.compile(r'"(\d{16})"')

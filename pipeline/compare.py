@@ -1,22 +1,15 @@
-"""Published vs ours: the published pages' figures set against a judged scenario, cell by cell, each difference
+"""Published vs ours: the re-judged published run set against a judged scenario, cell by cell, each difference
 explained from the artifacts."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Mapping
 
 from .model import Cell, Difference, Scenario
+from .published import published_runs
 from .scenarios import CALENDAR
 
-PUBLISHED_RUNS = Path(__file__).resolve().parents[1] / "site" / "data" / "published_runs.json"
 COLUMNS = ("outcome", "agent_writes", "want", "invariant_held", "answer_matches", "can_prove", "seconds_to_settle")
-
-
-def published_runs(path: Path = PUBLISHED_RUNS) -> dict[str, Any]:
-    """The published figures per scenario, as transcribed from the published pages."""
-    return json.loads(path.read_text(encoding="utf-8"))["scenarios"]
 
 
 def _ours(cell: Cell, column: str) -> Any:
@@ -45,7 +38,7 @@ def _explain(scenario: Scenario, cell: Cell, column: str, published: Any) -> str
 
 
 def compare_published(scenario: Scenario, published: Mapping[str, Any] | None = None) -> tuple[Difference, ...]:
-    """Every cell and column where the published page and this scenario differ, in value or in scoring rule."""
+    """Every cell and column where the published run and this scenario differ, in value or in scoring rule."""
     figures = (published if published is not None else published_runs()).get(scenario.name)
     if figures is None:
         return ()

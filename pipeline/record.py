@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from interlock.outcomes import UnknownOutcome, landed
 from interlock.receipts import verify
 
 from .load import Node
 from .model import RecordSays
+from .outcomes import claim as outcome_claim
 
 
 def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None, str | None]:
@@ -23,14 +23,6 @@ def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None, str | N
     found = ids.opt_node("writes_found")
     writes = [item.expect("string") for item in found.items()] if found else None
     return writes, ids.opt("generation", "string"), ids.opt("event_id", "string")
-
-
-def _outcome(node: Node) -> bool | None:
-    outcome = node.expect("string")
-    try:
-        return landed(outcome)
-    except UnknownOutcome:
-        raise node.bad(f"unknown outcome {outcome!r}") from None
 
 
 def baseline_record(lines: list[Node], source: str, last_result: Node | None = None) -> RecordSays:
@@ -60,7 +52,7 @@ def baseline_record(lines: list[Node], source: str, last_result: Node | None = N
             else:
                 unchecked += 1
         elif event == "result":
-            claim = _outcome(line.at("outcome"))
+            claim = outcome_claim(line.at("outcome"))
             if claim is None:
                 continue
             unresolved = max(unresolved - 1, 0)
