@@ -77,6 +77,12 @@ def _gcp_cell(cell: Node, system: str) -> dict[str, Any]:
     )
 
 
+def _first_result(evidence: Node) -> Node | None:
+    """The outcome the first worker wrote itself, when it lived to write one."""
+    first = evidence.opt_node("first_result_file")
+    return first.opt_node("outcome") if first is not None else None
+
+
 def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
     """The calendar parts of a judged cell: events on the slot, the worker log and result file, or the receipt."""
     evidence = cell.at("evidence")
@@ -95,7 +101,7 @@ def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
         outcome_node=evidence.at("result_file").at("outcome"), record=says, receipt=receipt,
         journal=tuple(journal), worker_log=evidence.get("worker_log", "string"),
         decision=_decision(cell, None, "summary"), worker_exits=exits,
-        first_node=cell.opt_node("first_worker_outcome"),
+        first_node=cell.opt_node("first_worker_outcome") or _first_result(evidence),
         trigger=trigger(exits, crash_point == "network_cut", action.startswith("raced")),
         setting=calendar_setting(crash_point, action),
     )
@@ -109,14 +115,8 @@ def _conflict_recorded(receipt: dict[str, Any] | None) -> bool:
     return bool(rechecked.get("violations")) or rechecked.get("lease_live") is False
 
 
-def _settle_from(basis: str, cell: Node) -> str | None:
-    """What the seconds count from: the measured start, or what the file says of its stored figure."""
-    if basis.startswith("crash marker"):
-        return "crash marker"
-    if basis.startswith("crash"):
-        return "crash"
-    if basis.startswith("no crash"):
-        return "first worker's exit"
+def _settle_from(cell: Node) -> str | None:
+    """What a stored figure counts from, as the file says (the published gcp file says nothing)."""
     timing = cell.opt_node("timing")
     return cell.opt("settle_from", "string") or (timing.opt("settled_from", "string") if timing else None)
 
@@ -142,7 +142,7 @@ def derive_cell(cell: Node, index: int, scenario: str) -> Cell:
         first_worker_outcome=first.value if first is not None else None,
         first_answer_matches=score.answer_matches(first_claim, truth, exactly_one=calendar),
         ids=cell.value.get("ids"), crash_fired=bool(exits) and exits[0] == -9,
-        settle_from=_settle_from(timed.basis, cell), conflict_recorded=_conflict_recorded(parts["receipt"]), **parts,
+        settle_from=timed.start or _settle_from(cell), conflict_recorded=_conflict_recorded(parts["receipt"]), **parts,
     )
     return dataclasses.replace(judged, disagreements=disagreements(cell, judged))
 

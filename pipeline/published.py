@@ -47,8 +47,6 @@ def figures(scenario: Scenario) -> dict[str, Any]:
         "generated": scenario.provenance.generated,
         "model": scenario.provenance.decider,
         "proof_rule": PROOF_RULE[scenario.name],
-        "want_text": {c.fault: c.wants for c in scenario.cells},
-        "summaries": [s.line for s in scenario.summaries],
         "cells": [{k: v for k, v in c.as_json().items() if k != "scenario"} for c in scenario.cells],
         "scenario": scenario,
         "disagreements": scenario.disagreements,

@@ -9,13 +9,13 @@ nothing; each row of `raced_dispatch.trials` holds:
 | `system` | the system that booked (the files written before systems were raced side by side say `variant`) |
 | `kind` | `forced` (the worker paused at its pause point while the customer inserted), `unforced` (the customer inserted at a random moment), `warmup` (no customer) |
 | `outcome` | the worker's own outcome for the trial |
-| `check_ts` | when the system's last check before its request returned (older files: `last_read_ts`), epoch seconds |
+| `checked_at` | when the system reached `before_request`, right after its last check (older files: `last_read_ts`), epoch seconds |
 | `agent_insert`, `customer_insert` | the stand-in's write-log entry of each insert (`seq`, `ts`, `status`), or null when it was not made |
 | `after_insert_other_events` | optional: the other events the worker saw on the slot right after its own insert landed |
 
 From those rows alone: a trial **slipped** when the agent's insert landed after the customer's (double booked);
 it **wants** no booking when the customer's insert landed first, one otherwise; the **check-to-send window** is
-the agent insert's write-log time minus `check_ts`, over the trials whose insert landed.
+the agent insert's write-log time minus `checked_at`, over the trials whose insert landed.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class _Trial:
         self.held = self.landed != self.customer_first
         seen = row.opt_node("after_insert_other_events")
         self.detected = self.landed and seen is not None and bool(seen.expect("array"))
-        check = row.opt("check_ts" if row.has("check_ts") else "last_read_ts", "number")
+        check = row.opt("checked_at" if row.has("checked_at") else "last_read_ts", "number")
         self.window_ms = (agent.get("ts", "number") - check) * 1000 if agent and check is not None else None
 
 

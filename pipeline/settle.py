@@ -19,17 +19,22 @@ class Settle:
 
     seconds: float
     basis: str  # one phrase, shown beside the figure
-    derived: bool  # False: the file's stored figure, which the pipeline could not re-measure
+    start: str | None  # what it counts from; None: the file's stored figure, which the pipeline cannot re-measure
+
+    @property
+    def derived(self) -> bool:
+        """Measured here from the file's clock readings, not read from its stored figure."""
+        return self.start is not None
 
 
 def _timeline(timeline: Node) -> Settle:
     end = timeline.get("restart_exit_at", "number")
     crashed = timeline.get("crashed_at", "number", nullable=True)
     if crashed is not None:
-        return Settle(round(end - crashed, 1), "crash to the restart worker's exit (timeline)", True)
+        return Settle(round(end - crashed, 1), "crash to the restart worker's exit (timeline)", "crash")
     first = timeline.get("first_exit_at", "number")
     return Settle(round(end - first, 1), "no crash: the first worker's exit to the restart worker's exit (timeline)",
-                  True)
+                  "first worker's exit")
 
 
 def _marker(artifacts: Node) -> Settle | None:
@@ -43,7 +48,7 @@ def _marker(artifacts: Node) -> Settle | None:
     except ValueError:
         raise artifacts.at("crashed_at").bad(f"not a time: {crashed!r}") from None
     return Settle(round(restart.get("settled_at", "number") - crashed_at, 1),
-                  "crash marker to the restart worker's settled_at", True)
+                  "crash marker to the restart worker's settled_at", "crash marker")
 
 
 def settle(cell: Node) -> Settle:
@@ -58,4 +63,4 @@ def settle(cell: Node) -> Settle:
     if not cell.has("seconds_to_settle"):
         cell.at("timeline")  # raises: a raw cell must carry its timeline
     return Settle(float(cell.get("seconds_to_settle", "number")), "as stored: the file keeps no timeline to measure "
-                  "it from", False)
+                  "it from", None)

@@ -16,7 +16,7 @@ def trial(system, kind, outcome, *, agent_seq=None, customer_seq=None, window_ms
     """One raw row: what the worker reported, the stand-in's write-log entries, and the worker's clock."""
     def insert(seq, ts):
         return None if seq is None else {"seq": seq, "ts": ts, "method": "insert", "status": 200, "cut": False}
-    row = {"system": system, "kind": kind, "outcome": outcome, "check_ts": CHECK,
+    row = {"system": system, "kind": kind, "outcome": outcome, "checked_at": CHECK,
            "agent_insert": insert(agent_seq, CHECK + window_ms / 1000),
            "customer_insert": insert(customer_seq, CHECK + 0.0005)}
     if seen is not None:
