@@ -187,6 +187,7 @@ class SystemSummary:
     settle_min: float
     settle_max: float
     line: str  # "no_check: invariant held 0/3, answer matched 3/3, can prove 0/3, crash to settled 0.4s to 2.0s"
+    settle_median: float | None = None  # the median crash-to-settled seconds, for timings set side by side
 
 
 @dataclass(frozen=True)
