@@ -15,7 +15,10 @@ LANDED = frozenset({
 })
 NOT_LANDED = frozenset({"PRECONDITION_FAILED"})
 REFUSED_PREFIX = "REFUSED:"  # REFUSED:<reason> never landed, whatever the reason
-CANNOT_SAY = frozenset({"AMBIGUOUS", "IN_FLIGHT"})
+# IN_PROGRESS: a Powertools idempotency record still in progress refused the call; WORKFLOW_ERROR: DBOS handed back
+# the exception its workflow recorded; IDEMPOTENCY_VALIDATION_ERROR: Powertools' record holds another payload's
+# hash. Each is an answer about a record, not from the service.
+CANNOT_SAY = frozenset({"AMBIGUOUS", "IN_FLIGHT", "IN_PROGRESS", "WORKFLOW_ERROR", "IDEMPOTENCY_VALIDATION_ERROR"})
 
 
 class UnknownOutcome(ValueError):
