@@ -226,3 +226,17 @@ def test_verdict_and_notes_are_derived_from_the_cells():
     assert change_only and "interlock_change_only is worse than hand_check on what the calendar holds" in change_only[0]
     note = dict((n.fault, n.text) for n in cal.notes)["before_send/pre_busy"]
     assert "interlock_change_only reported COMMITTED_BY_RETRY" in note and "double booked" in note
+
+
+def test_an_edited_published_copy_shows_its_disagreements_beside_its_figures(tmp_path):
+    for name in NAMES:
+        data = published(name)
+        if name == "calendar":
+            data["cells"][0]["can_prove_what_happened"] = True
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    figures = published_runs(tmp_path)
+    assert figures["gcp_resource"]["disagreements"] == ()
+    (found,) = figures["calendar"]["disagreements"]
+    assert (found.fault, found.system, found.column, found.stored, found.derived) == (
+        "after_commit/none", "no_check", "can_prove_what_happened", True, False)
+    assert figures["calendar"]["scenario"].disagreements == (found,)
