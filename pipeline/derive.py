@@ -59,9 +59,11 @@ def _gcp_cell(cell: Node, system: str) -> dict[str, Any]:
     """The gcp parts of a judged cell: the object's versions (or write log), log.jsonl or journal.jsonl."""
     artifacts = cell.at("artifacts")
     journal = _entries(artifacts.at("journal.jsonl"))
+    log: Any = []
     if system.startswith(GATE):
         says, receipt = record.gate_record(journal, artifacts.child_path("journal.jsonl"))
-        log: Any = []
+    elif system in record.PEERS:
+        says, receipt = record.peer_record(artifacts, system), None
     else:
         lines = artifacts.at("log.jsonl").items()
         says, receipt = record.baseline_record(lines, artifacts.child_path("log.jsonl")), None
@@ -91,6 +93,9 @@ def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
         bundle = evidence.at("receipt_bundle")
         journal = _entries(bundle.at("entries"))
         says, receipt = record.gate_record(journal, bundle.path)
+    elif system in record.PEERS:
+        files = evidence.opt_node("case_files") or evidence
+        says, receipt = record.peer_record(files, system), None
     else:
         lines = record.worker_log_lines(evidence.at("worker_log"))
         source = f"{evidence.path}.worker_log+result_file"
