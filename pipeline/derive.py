@@ -176,15 +176,15 @@ def _provenance(top: Node, scenario: str) -> Provenance:
             summary=f"published real-service run: {services[0].name}, model {services[1].name}, generated {generated}",
             decider=model, extra=extra,
         )
-    services = []
+    listed: list[Service] = []
     for role, item in node.at("services").expect("object").items():
-        service = Node(item, node.at("services").child_path(role), node.file)
-        services.append(Service(role, service.get("real", "boolean"), service.get("name", "string"),
+        service = Node(item, node.at("services"), node.file, role)
+        listed.append(Service(role, service.get("real", "boolean"), service.get("name", "string"),
                                 service.opt("version", "string")))
     generated = node.get("generated", "string")
-    described = ", ".join(f"{s.role} {s.name} ({'real' if s.real else 'stand-in'})" for s in services)
+    described = ", ".join(f"{s.role} {s.name} ({'real' if s.real else 'stand-in'})" for s in listed)
     return Provenance(
-        published=False, generated=generated, script=node.opt("script", "string"), services=tuple(services),
+        published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
         versions=node.opt("versions", "object", {}), commit=_commit(node),
         claim=node.opt("claim", "object", {}), extra=extra,
@@ -193,7 +193,8 @@ def _provenance(top: Node, scenario: str) -> Provenance:
 
 def _cells(node: Node, scenario: str) -> tuple[Cell, ...]:
     """Every cell judged; a second cell of the same (fault, system) is bad input, since a verdict would hide one."""
-    cells, seen = [], {}
+    cells: list[Cell] = []
+    seen: dict[tuple[str, str], int] = {}
     for i, item in enumerate(node.items()):
         cell = derive_cell(item, i, scenario)
         key = (cell.fault, cell.system)

@@ -37,9 +37,9 @@ class Node:
 
     __slots__ = ("value", "file", "_parent", "_key")
 
-    def __init__(self, value: Any, path: str | Node, file: str, key: str | int | None = None):
+    def __init__(self, value: Any, path: str | Node, file: str, key: str | int = ""):
         self.value, self.file = value, file
-        self._parent, self._key = path, key
+        self._parent, self._key = path, key  # a Node parent and this value's key in it, or the path itself
 
     @property
     def path(self) -> str:
