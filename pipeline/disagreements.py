@@ -50,6 +50,8 @@ def _checks(cell: Cell) -> list[tuple[str, Any, str, bool]]:
     if cell.seconds_derived:
         common.append(("seconds_to_settle", cell.seconds_to_settle, cell.seconds_basis, False))
     if cell.scenario == "calendar":
+        if cell.receipt is not None:
+            common.append(("receipt.valid", cell.receipt.get("valid"), "verify() over the receipt bundle", False))
         return common + [
             ("answer", answer_word(cell.landed), f"what {cell.outcome} claims", False),
             ("answer_matches_calendar", cell.answer_matches, f"{cell.outcome} against {source}", False),
@@ -61,7 +63,12 @@ def _checks(cell: Cell) -> list[tuple[str, Any, str, bool]]:
             ("conflict_recorded_at_recovery", cell.conflict_recorded, "the receipt's re-check at recovery", False),
         ]
     says = "the system's own record alone"
+    if cell.receipt is not None:
+        common.append(("ids.receipt.valid", cell.receipt.get("valid"), "verify() over the journal", False))
     return common + [
+        ("ids.agent_write_generations", list(truth.agent_writes), source, False),
+        ("ids.live_generation", truth.live_generation, source, False),
+        ("ids.all_generations", [list(pair) for pair in truth.writes], source, False),
         ("answer_matches_service", cell.answer_matches, f"{cell.outcome} against {source}", False),
         ("ground_truth", gcp_ground_truth(cell), source, False),
         ("want_agent_writes", cell.want, "the fault catalogue", False),
