@@ -232,7 +232,7 @@ class RacedVariant:
     slipped: Tally  # unforced trials that ended double booked, of all unforced trials
     refused: int  # unforced trials refused because the customer's event was there before the premise read
     booked_first: int  # unforced trials whose insert reached the calendar before the customer's
-    detected: Tally  # slipped trials the worker detected after its insert, of the slipped
+    detected: Tally  # slipped trials the worker detected after its insert, of the slipped it re-read the slot in
     held: Tally  # unforced trials whose invariant held
     window: Spread | None  # the system's last check to its insert in the write log, over trials whose insert landed
 

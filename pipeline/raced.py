@@ -12,6 +12,7 @@ nothing; each row of `raced_dispatch.trials` holds:
 | `checked_at` | when the system reached `before_request`, right after its last check (older files: `last_read_ts`), epoch seconds |
 | `agent_insert`, `customer_insert` | the stand-in's write-log entry of each insert (`seq`, `ts`, `status`), or null when it was not made |
 | `after_insert_other_events` | optional: the other events the worker saw on the slot right after its own insert landed |
+| `events_after` | the slot's events after the trial (kept for a reader; the write log's order already settles each trial) |
 
 From those rows alone: a trial **slipped** when the agent's insert landed after the customer's (double booked);
 it **wants** no booking when the customer's insert landed first, one otherwise; the **check-to-send window** is
@@ -66,7 +67,8 @@ class _Trial:
         self.slipped = self.landed and self.customer_first
         self.held = self.landed != self.customer_first
         seen = row.opt_node("after_insert_other_events")
-        self.detected = self.landed and seen is not None and bool(seen.expect("array"))
+        self.looked = self.landed and seen is not None  # the worker re-read the slot after its insert
+        self.detected = self.looked and bool(seen.expect("array"))
         check = row.opt("checked_at" if row.has("checked_at") else "last_read_ts", "number")
         self.window_ms = (agent.get("ts", "number") - check) * 1000 if agent and check is not None else None
 
@@ -80,11 +82,11 @@ def _system(name: str, trials: list[_Trial]) -> RacedVariant:
         name=name,
         forced_outcome=forced.outcome if forced else None,
         forced_double_booked=forced.slipped if forced else None,
-        forced_detected=forced.detected if forced and forced.landed else None,
+        forced_detected=forced.detected if forced and forced.looked else None,
         slipped=Tally(len(slipped), len(unforced)),
         refused=sum(t.refused for t in unforced),
         booked_first=sum(t.booked_first for t in unforced),
-        detected=Tally(sum(t.detected for t in slipped), len(slipped)),
+        detected=Tally(sum(t.detected for t in slipped), sum(t.looked for t in slipped)),
         held=Tally(sum(t.held for t in unforced), len(unforced)),
         window=_spread([t.window_ms for t in unforced if t.window_ms is not None]),
     )
