@@ -20,11 +20,6 @@ class Fault:
     want: int  # agent writes (gcp) or live agent events on the slot (calendar)
     owner: str | None  # gcp: the writer that should own the live object; calendar: None
     wants: str  # the same, in words
-    published: bool  # the published runs ran it
-
-
-def _gcp(name: str, want: int, owner: str, wants: str, published: bool = False) -> Fault:
-    return Fault(name, want, owner, wants, published)
 
 
 _STALE = "the rollback was decided on a generation the human replaced before it was sent, so it must never land"
@@ -32,20 +27,16 @@ _LANDED_THEN_REPLACED = "the rollback landed once before the human's redeploy, w
 _CONTROL = "control: the rollback landed once and stays live; nothing may write it again"
 
 GCP_FAULTS = {f.name: f for f in (
-    _gcp("crash_before_send_redeploy", 0, "human-redeploy", _STALE, published=True),
-    _gcp("crash_after_commit_redeploy", 1, "human-redeploy", _LANDED_THEN_REPLACED, published=True),
-    _gcp("crash_after_commit_no_change", 1, "agent", _CONTROL, published=True),
-    _gcp("crash_before_send_redeploy_versioning_off", 0, "human-redeploy", _STALE),
-    _gcp("crash_after_commit_redeploy_versioning_off", 1, "human-redeploy", _LANDED_THEN_REPLACED),
-    _gcp("crash_after_commit_no_change_versioning_off", 1, "agent", _CONTROL),
-    _gcp("cut_after_commit_no_change", 1, "agent", _CONTROL),
-    _gcp("crash_before_send_redeploy_during_recovery", 0, "human-redeploy",
+    Fault("crash_before_send_redeploy", 0, "human-redeploy", _STALE),
+    Fault("crash_after_commit_redeploy", 1, "human-redeploy", _LANDED_THEN_REPLACED),
+    Fault("crash_after_commit_no_change", 1, "agent", _CONTROL),
+    Fault("crash_before_send_redeploy_versioning_off", 0, "human-redeploy", _STALE),
+    Fault("crash_after_commit_redeploy_versioning_off", 1, "human-redeploy", _LANDED_THEN_REPLACED),
+    Fault("crash_after_commit_no_change_versioning_off", 1, "agent", _CONTROL),
+    Fault("cut_after_commit_no_change", 1, "agent", _CONTROL),
+    Fault("crash_before_send_redeploy_during_recovery", 0, "human-redeploy",
          "the human redeployed while recovery was about to resend, so the stale rollback must never land"),
 )}
-
-
-def _calendar(name: str, want: int, wants: str, published: bool = False) -> Fault:
-    return Fault(name, want, None, wants, published)
 
 
 _BOOKED = "one booking for the request, alone on the slot"
@@ -53,16 +44,15 @@ _NOT_BOOKED_BUSY = "no booking: the slot was taken before the insert was sent"
 _NOT_BOOKED_CANCELLED = "no booking: the request was cancelled before the insert was sent"
 
 CALENDAR_FAULTS = {f.name: f for f in (
-    _calendar("after_commit/none", 1, _BOOKED, published=True),
-    _calendar("after_commit/slot_busy", 1, "one booking: it landed before the customer's event", published=True),
-    _calendar("after_commit/request_cancelled", 1, "one booking: it landed before the request was cancelled",
-              published=True),
-    _calendar("before_send/none", 1, _BOOKED, published=True),
-    _calendar("before_send/slot_busy", 0, _NOT_BOOKED_BUSY, published=True),
-    _calendar("before_send/request_cancelled", 0, _NOT_BOOKED_CANCELLED, published=True),
-    _calendar("before_send/pre_busy", 0, "no booking: the slot was taken before the job was decided", published=True),
-    _calendar("before_send/raced_busy", 0, _NOT_BOOKED_BUSY),
-    _calendar("network_cut/none", 1, _BOOKED),
+    Fault("after_commit/none", 1, None, _BOOKED),
+    Fault("after_commit/slot_busy", 1, None, "one booking: it landed before the customer's event"),
+    Fault("after_commit/request_cancelled", 1, None, "one booking: it landed before the request was cancelled"),
+    Fault("before_send/none", 1, None, _BOOKED),
+    Fault("before_send/slot_busy", 0, None, _NOT_BOOKED_BUSY),
+    Fault("before_send/request_cancelled", 0, None, _NOT_BOOKED_CANCELLED),
+    Fault("before_send/pre_busy", 0, None, "no booking: the slot was taken before the job was decided"),
+    Fault("before_send/raced_busy", 0, None, _NOT_BOOKED_BUSY),
+    Fault("network_cut/none", 1, None, _BOOKED),
 )}
 
 CATALOGUE = {"gcp_resource": GCP_FAULTS, "calendar": CALENDAR_FAULTS}
