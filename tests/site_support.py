@@ -12,7 +12,21 @@ from pathlib import Path
 from pipeline.build import build
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def _reference() -> Path:
+    """The published runs' artifacts: the repository's own copy, else the nearest `shared/reference` beside a
+    parent folder (CI has it at ../shared, a worktree a level further up)."""
+    own = REPO / "results" / "published"
+    if (own / "gcp_resource.json").is_file():
+        return own
+    for parent in REPO.parents:
+        if (parent / "shared" / "reference").is_dir():
+            return parent / "shared" / "reference"
+    return REPO.parent / "shared" / "reference"
+
+
+REFERENCE = _reference()
 REFERENCE_FILES = [REFERENCE / "gcp_resource.json", REFERENCE / "calendar.json"]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"

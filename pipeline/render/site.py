@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,9 @@ from ..benchmarks import Benchmark
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary, Tally
 from ..reliability import Reliability
-from .env import REPO, TEMPLATES, environment
+from . import headline
+from .env import REPO, TEMPLATES, environment, repo_path
+from .headline import Verdict
 from .links import RunLinks, slug
 
 ASSETS = REPO / "site" / "assets"
@@ -33,6 +36,8 @@ class Run:
     links: RunLinks
     published: Mapping[str, Any] | None
     differences: tuple[Difference, ...]
+    raw_cells: tuple[Mapping[str, Any], ...]
+    verdict: Verdict
 
     @property
     def summaries(self) -> tuple[SystemSummary, ...]:
@@ -62,6 +67,7 @@ class PublishedOnly:
     figures: Mapping[str, Any]
     summaries: tuple[SystemSummary, ...]
     title: str
+    verdict: Verdict
     kind: str = "published figures only (no local run)"
     services: str = "real services (published)"
 
@@ -90,8 +96,40 @@ def _source(template: str) -> Markup:
     return Markup(f"site/templates/{template}")
 
 
+def _published_side(scenario: Scenario, figures: Mapping[str, Any] | None,
+                    scenarios: Sequence[Scenario]) -> headline.Side | None:
+    """The published run of the same scenario: re-judged from its own file when the build has it, else its page."""
+    judged = next((s for s in scenarios if s.provenance.published and s.name == scenario.name), None)
+    if judged is not None:
+        return headline.scenario_side(judged)
+    return headline.published_side(figures) if figures else None
+
+
+def _ttl(scenario: Scenario | None, figures: Mapping[str, Any] | None) -> float | None:
+    """The claim TTL a published run waited out after a SIGKILL, as its file or its page states it."""
+    if scenario is not None and isinstance(scenario.provenance.extra.get("claim_ttl"), (int, float)):
+        return float(scenario.provenance.extra["claim_ttl"])
+    return figures.get("claim_ttl_seconds") if figures else None
+
+
+def _scenario_verdict(scenario: Scenario, figures: Mapping[str, Any] | None, scenarios: Sequence[Scenario],
+                      raw_cells: Sequence[Mapping[str, Any]]) -> Verdict:
+    """A scenario page's verdict block: the published run (when one exists) beside this file's run."""
+    ours = headline.scenario_side(scenario)
+    if scenario.provenance.published:
+        theirs = headline.published_side(figures) if figures else None
+    else:
+        theirs = _published_side(scenario, figures, scenarios)
+    sides = [s for s in (theirs, ours) if s is not None]
+    settle = headline.settle_note([(side, _ttl(scenario if side is ours else None, figures) if side.real else None,
+                                    scenario.provenance.claim if side is ours else None) for side in sides])
+    return headline.build(sides, [settle, headline.raced_slips(scenario),
+                                  headline.versioning_off(scenario, raw_cells)])
+
+
 def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[Run]:
-    """Each result file gets its own folder, named after the file so two runs of one scenario never collide."""
+    """Each result file gets its own folder, named after the file so two runs of one scenario never collide; the
+    shown source path is relative to the repository."""
     runs, taken = [], set()
     for scenario in sorted(scenarios, key=lambda s: (Path(s.source).name, s.source)):
         base = slug(Path(scenario.source).stem)
@@ -99,10 +137,36 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
         while name in taken:
             name, n = f"{base}-{n}", n + 1
         taken.add(name)
+        raw_cells = tuple(read(scenario.source).value["cells"])
+        shown = dataclasses.replace(scenario, source=repo_path(scenario.source))
         figures = published.get(scenario.name)
-        differences = compare_published(scenario, published) if figures else ()
-        runs.append(Run(scenario, name, RunLinks(f"scenarios/{name}"), figures, differences))
+        differences = compare_published(shown, published) if figures else ()
+        runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, raw_cells,
+                        _scenario_verdict(shown, figures, scenarios, raw_cells)))
     return runs
+
+
+def _home_verdict(runs: Sequence[Run], only: Sequence[PublishedOnly], published: Mapping[str, Any]) -> Verdict:
+    """Home's verdict block: every system over every scenario, the published runs beside the project's own."""
+    local = [run for run in runs if not run.scenario.provenance.published]
+    rejudged = [run for run in runs if run.scenario.provenance.published]
+    sides = []
+    if published:
+        outcomes = tuple(o for name in sorted(published) for o in headline.from_figures(published[name]["cells"]))
+        sides.append(headline.Side("published runs", "real Google services and a model", True, outcomes))
+    mine = local or rejudged
+    if mine:
+        what = sorted({headline.ran(run.scenario.provenance)[0] for run in mine})
+        title = "this run" if local else "published runs, re-judged"
+        sides.append(headline.Side(title, "; ".join(what), False,
+                                   tuple(o for run in mine for o in headline.from_cells(run.scenario.cells))))
+    ttl = max((f.get("claim_ttl_seconds") or 0 for f in published.values()), default=0) or None
+    claim = mine[0].scenario.provenance.claim if mine else None
+    notes = [headline.settle_note([(side, ttl if side.real else None, None if side.real else claim)
+                                   for side in sides])]
+    for run in mine:
+        notes += [headline.raced_slips(run.scenario), headline.versioning_off(run.scenario, run.raw_cells)]
+    return headline.build(sides, notes)
 
 
 def _comparison_rows(run: Run) -> list[dict[str, Any]]:
@@ -143,7 +207,8 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     folder = docs / run.links.folder
     scenario = run.scenario
     context = {"run": scenario, "links": run.links}
-    _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, **context)
+    _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, verdict=run.verdict,
+          **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
         _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=COLUMNS,
@@ -151,9 +216,8 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     bars = [Bar(c.fault, c.system, c.seconds_to_settle) for c in scenario.cells]
     for scheme, svg in settle_charts(bars).items():
         _write(folder / f"settle-{scheme}.svg", svg)
-    raw_cells = read(scenario.source).value["cells"]
     for cell in scenario.cells:
-        raw = json.dumps(raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
+        raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
         _write(folder / str(run.links.raw(cell)), raw)
 
 
@@ -161,6 +225,7 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
     cells = only.figures["cells"]
     grid = {(c["fault"], c["system"]): c for c in cells}
     _page(env, "published_only.md.j2", docs / only.links.folder / "index.md", name=only.name, figures=only.figures,
+          verdict=only.verdict,
           grid=grid, faults=list(dict.fromkeys(c["fault"] for c in cells)),
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
@@ -178,14 +243,18 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     runs = _runs(scenarios, published)
     judged = {run.scenario.name for run in runs}
     only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
-                          _tally_figures(name, figures), figures["page"])
+                          _tally_figures(name, figures), figures["page"],
+                          headline.build([headline.published_side(figures)],
+                                         [headline.settle_note([(headline.published_side(figures),
+                                                                 figures.get("claim_ttl_seconds"), None)])]))
             for name, figures in sorted(published.items()) if name not in judged]
     for run in runs:
         _write_run(env, run, docs)
     for item in only:
         _write_published_only(env, item, docs)
     local = [run for run in runs if not run.scenario.provenance.published]
-    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local)
+    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
+          verdict=_home_verdict(runs, only, published))
     _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks)
     _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
