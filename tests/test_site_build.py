@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.build import build
-from pipeline.chart import Bar, settle_charts
+from pipeline.chart import Series, settle_charts
 from pipeline.render import inert
 from site_support import REFERENCE, REFERENCE_FILES, REPO, reference_site
 
@@ -32,13 +32,20 @@ def test_two_builds_of_the_same_results_are_byte_identical(tmp_path):
 
 
 def test_the_chart_is_identical_across_draws_and_carries_no_date():
-    bars = [Bar("before_send", "no_check", 2.0), Bar("before_send", "interlock", 30.9), Bar("after", "x", None)]
-    charts = settle_charts(bars)
+    series = [Series("published run", {"no_check": [2.0, 0.4], "interlock": [30.9]}),
+              Series("this run", {"no_check": [0.2], "interlock": [0.2], "peer": []})]
+    charts = settle_charts(series)
     light, dark = charts["light"], charts["dark"]
-    assert charts == settle_charts(bars)
+    assert charts == settle_charts(series)
     assert light != dark and "#ffffff" in light and "#ffffff" not in dark
     assert "<dc:date>" not in light
     assert "<text" not in light  # glyphs are paths: no font is needed where the page is viewed
+
+
+def test_the_chart_height_is_capped_however_many_systems_run():
+    many = [Series(run, {f"system_{n}": [0.2] for n in range(40)}) for run in ("published run", "this run")]
+    height = float(re.search(r'<svg[^>]*height="([\d.]+)pt"', settle_charts(many)["light"]).group(1))
+    assert height <= 6.0 * 72
 
 
 @needs_reference

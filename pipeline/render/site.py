@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..chart import Bar, settle_charts
+from ..chart import Series, settle_charts
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
@@ -169,7 +169,14 @@ def _home_verdict(runs: Sequence[Run], only: Sequence[PublishedOnly], published:
     return headline.build(sides, notes)
 
 
-def _comparison_rows(run: Run) -> list[dict[str, Any]]:
+def _comparison_columns(run: Run) -> list[str]:
+    """The compared columns, those where the runs differ first (most differences first), then the rest in order."""
+    counts = {column: sum(1 for d in run.differences if d.column == column and d.kind == "value")
+              for column in COLUMNS}
+    return sorted(COLUMNS, key=lambda column: (-counts[column], COLUMNS.index(column)))
+
+
+def _comparison_rows(run: Run, columns: Sequence[str]) -> list[dict[str, Any]]:
     """One row per cell of either run, each column marked where the pipeline found a difference."""
     notes = {(d.fault, d.system, d.column): index for index, d in enumerate(run.differences, 1)}
     kinds = {(d.fault, d.system, d.column): d.kind for d in run.differences}
@@ -182,10 +189,11 @@ def _comparison_rows(run: Run) -> list[dict[str, Any]]:
         cell = run.scenario.cell(fault, system)
         ours = cell.as_json() if cell else {}
         values = []
-        for column in COLUMNS:
+        for column in columns:
             key = (fault, system, column)
             missing = (fault, system, "cell")
             values.append({
+                "column": column,
                 "published": theirs.get(column, "not run"), "ours": ours.get(column, "not run"),
                 "differs": kinds.get(key) == "value" or missing in kinds,
                 "note": notes.get(key) or notes.get(missing),
@@ -211,10 +219,12 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
           **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
-        _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=COLUMNS,
-              rows=_comparison_rows(run), differences=run.differences, **context)
-    bars = [Bar(c.fault, c.system, c.seconds_to_settle) for c in scenario.cells]
-    for scheme, svg in settle_charts(bars).items():
+        columns = _comparison_columns(run)
+        _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=columns,
+              rows=_comparison_rows(run, columns), differences=run.differences, **context)
+    series = [Series(side.title, {system: [o.seconds for o in side.of(system) if o.seconds is not None]
+                                  for system in side.systems()}) for side in run.verdict.sides]
+    for scheme, svg in settle_charts(series).items():
         _write(folder / f"settle-{scheme}.svg", svg)
     for cell in scenario.cells:
         raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
