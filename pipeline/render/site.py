@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..chart import Series, settle_charts
+from ..chart import Series, bar_charts, settle_charts
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
@@ -240,6 +240,23 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
 
+def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path) -> dict[tuple[str, str], dict[str, Markup]]:
+    """One chart per benchmark table that has columns worth drawing; returns their image paths by (file, table)."""
+    images = {}
+    for bench in benchmarks:
+        for table in bench.tables:
+            if not table.chart:
+                continue
+            series = [Series(column, {row[0]: [v] if v is not None else [] for row, v in zip(table.rows, values)})
+                      for column, values in table.chart.items()]
+            name = f"bench-{slug(bench.name)}-{slug(table.title)}"
+            for scheme, svg in bar_charts(series, table.chart_unit or "value", table.chart_unit).items():
+                _write(docs / "assets" / "charts" / f"{name}-{scheme}.svg", svg)
+            images[(bench.name, table.title)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
+                                                 for scheme in ("light", "dark")}
+    return images
+
+
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
                 reliability: Reliability = Reliability((), None),
                 benchmarks: Sequence[Benchmark] = ()) -> list[dict[str, Any]]:
@@ -265,7 +282,8 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     local = [run for run in runs if not run.scenario.provenance.published]
     _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
           verdict=_home_verdict(runs, only, published))
-    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks)
+    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
+          bench_charts=_bench_charts(benchmarks, docs))
     _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
