@@ -131,8 +131,10 @@ def _median(side: Side, system: str) -> float | None:
     return median(times) if times else None
 
 
-def _claim_kind(claim: Mapping[str, Any]) -> str | None:
+def claim_kind(claim: Mapping[str, Any]) -> str | None:
     """How a run's claims free a dead holder, from its provenance (flat, or one entry per system)."""
+    if not claim:
+        return None
     if isinstance(claim.get("kind"), str):
         return claim["kind"]
     return next((v["kind"] for v in claim.values() if isinstance(v, Mapping) and isinstance(v.get("kind"), str)),
@@ -150,7 +152,7 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
     if g > fastest * _SLOWER:
         why = f"it waited out a SIGKILLed sender's {ttl:g} s claim TTL" if ttl else "it waited for a dead sender's claim"
         return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base} ({why})"
-    kind = _claim_kind(claim or {})
+    kind = claim_kind(claim or {})
     how = f" (a dead sender's claim is free at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
     if _about(g) == _about(fastest):
         return f"{side.title}, {gate} and {base} {_about(g)} each{how}"

@@ -19,7 +19,7 @@ from ..benchmarks import Benchmark
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary, Tally
 from ..reliability import Reliability
-from . import headline
+from . import findings, headline
 from .env import REPO, TEMPLATES, environment, repo_path
 from .headline import Verdict
 from .links import RunLinks, slug
@@ -36,8 +36,12 @@ class Run:
     links: RunLinks
     published: Mapping[str, Any] | None
     differences: tuple[Difference, ...]
-    raw_cells: tuple[Mapping[str, Any], ...]
+    top: Mapping[str, Any]  # the result file as stored
     verdict: Verdict
+
+    @property
+    def raw_cells(self) -> list[Mapping[str, Any]]:
+        return self.top["cells"]
 
     @property
     def summaries(self) -> tuple[SystemSummary, ...]:
@@ -137,12 +141,12 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
         while name in taken:
             name, n = f"{base}-{n}", n + 1
         taken.add(name)
-        raw_cells = tuple(read(scenario.source).value["cells"])
+        top = read(scenario.source).value
         shown = dataclasses.replace(scenario, source=repo_path(scenario.source))
         figures = published.get(scenario.name)
         differences = compare_published(shown, published) if figures else ()
-        runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, raw_cells,
-                        _scenario_verdict(shown, figures, scenarios, raw_cells)))
+        runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, top,
+                        _scenario_verdict(shown, figures, scenarios, top["cells"])))
     return runs
 
 
@@ -215,8 +219,16 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     folder = docs / run.links.folder
     scenario = run.scenario
     context = {"run": scenario, "links": run.links}
+    facts = {
+        "receipts": findings.receipts(scenario), "failed_rechecks": findings.failed_rechecks(scenario),
+        "retry_commits": findings.retry_commits(scenario), "cuts": findings.cuts(scenario),
+        "ties": findings.ties_with_hand_check(scenario), "lookups": findings.lookups(scenario),
+        "change_only": findings.change_only(scenario), "expected": findings.expected_premises(scenario),
+        "evidence": findings.evidence(scenario, run.top, scenario.source),
+        "claim_kind": headline.claim_kind(scenario.provenance.claim),
+    }
     _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, verdict=run.verdict,
-          **context)
+          facts=facts, **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
         columns = _comparison_columns(run)
