@@ -25,6 +25,10 @@ from .headline import Verdict
 from .links import RunLinks, slug
 
 ASSETS = REPO / "site" / "assets"
+# The library's public surface for the API page: the package root, then modules whose names are a concept of
+# their own, when this checkout has them.
+API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.easy")
+BASELINES = ("no_check", "hand_check")
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,25 @@ def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path) -> dict[tuple[str
     return images
 
 
+def _api_modules() -> list[str]:
+    """The API page's modules that exist in this checkout."""
+    def exists(module: str) -> bool:
+        path = REPO.joinpath(*module.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    return [m for m in API_MODULES if exists(m)]
+
+
+def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
+    """Every cell of a system that is neither a baseline nor a gate configuration, per run that has one."""
+    found = []
+    for run in runs:
+        cells = [c for c in run.scenario.cells if c.system not in BASELINES and not c.system.startswith("interlock")]
+        if cells:
+            found.append((run, cells))
+    return found
+
+
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
                 reliability: Reliability = Reliability((), None),
                 benchmarks: Sequence[Benchmark] = ()) -> list[dict[str, Any]]:
@@ -297,6 +320,9 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
           bench_charts=_bench_charts(benchmarks, docs))
     _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
+    _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
+          peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
+    _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
         pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
@@ -307,5 +333,7 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     for item in only:
         nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
     nav.append({"Reliability": "reliability.md"})
+    nav.append({"Peers: DBOS, Powertools, Temporal": "peers.md"})
     nav.append({"Methodology, limits and benchmarks": "methodology.md"})
+    nav.append({"API reference": "api.md"})
     return nav
