@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from pipeline.build import build
+from pipeline.build import build, result_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,6 +39,13 @@ def reference_site() -> Path:
     """The site built from the two published result files, once per test process."""
     out = Path(tempfile.mkdtemp(prefix="interlock-site-"))
     return build(REFERENCE_FILES, out)
+
+
+@functools.cache
+def project_site() -> Path:
+    """The site `python -m pipeline build` publishes: the committed result files, built once per test process."""
+    out = Path(tempfile.mkdtemp(prefix="interlock-project-site-"))
+    return build(result_files(), out)
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
