@@ -39,7 +39,7 @@ def test_the_settle_note_names_the_claim_ttl_only_where_the_gate_was_slower():
     note = headline.settle_note([(slow, 30.0, None), (fast, None, {"interlock": {"kind": "flock per effect, x"}})])
     assert "published run, interlock about 31\u00a0s against about 2\u00a0s for hand_check" in note
     assert "30 s claim TTL" in note
-    assert "this run, interlock and hand_check about 0.2\u00a0s each (a dead sender's claim is free at once: " \
+    assert "this run, interlock and hand_check about 0.2\u00a0s each (a dead sender's claim is freed at once: " \
            "flock per effect)" in note
     assert headline.settle_note([(Side("this run", "x", False, (_o("a", "interlock"),)), None, None)]) is None
 

@@ -150,10 +150,10 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
         return None
     fastest, base = min(timed)
     if g > fastest * _SLOWER:
-        why = f"it waited out a SIGKILLed sender's {ttl:g} s claim TTL" if ttl else "it waited for a dead sender's claim"
+        why = f"a SIGKILLed sender's {ttl:g} s claim TTL" if ttl else "it waited for a dead sender's claim"
         return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base} ({why})"
     kind = claim_kind(claim or {})
-    how = f" (a dead sender's claim is free at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
+    how = f" (a dead sender's claim is freed at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
     if _about(g) == _about(fastest):
         return f"{side.title}, {gate} and {base} {_about(g)} each{how}"
     return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base}{how}"
