@@ -8,7 +8,7 @@ same way under its own name, so new benchmark files and new keys need no change 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def _numbers(column: list[Any]) -> tuple[float | None, ...]:
     return tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in column)
 
 
-def _table(title: str, row_word: str, rows: list[tuple[str, Mapping[str, Any]]], chart: str | None) -> Table:
+def _table(title: str, row_word: str, rows: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) -> Table:
     """Rows of flat figures as one table: a column per key any row has, in first-seen order."""
     keys = list(dict.fromkeys(k for _, figures in rows for k in figures))
     head = (row_word,) + tuple(label(k) for k in keys)
@@ -177,8 +177,8 @@ def layout(name: str, data: Mapping[str, Any], source: str) -> Benchmark:
         elif isinstance(item, Mapping):
             scalars.update(_flat(item, key + " "))
     if scalars:
-        rows = tuple((label(k), value(v)) for k, v in scalars.items())
-        tables.append(Table("figures", ("figure", "value"), rows, {}, ""))
+        tables.append(Table("figures", ("figure", "value"), tuple((label(k), value(v)) for k, v in scalars.items()),
+                            {}, ""))
     return Benchmark(name, source, about.title, about.why, tuple(tables))
 
 

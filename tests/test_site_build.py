@@ -1,4 +1,5 @@
-"""Building the site: deterministic output, every cell's raw JSON, the empty-results case, bad input, no remote assets."""
+"""Building the site: deterministic output, every cell's raw JSON, the empty-results case, bad input, no remote
+assets, no checkout path, and the layout of the verdict, reliability and benchmark tables."""
 
 from __future__ import annotations
 

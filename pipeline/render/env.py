@@ -143,7 +143,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(
-        plain=plain, ident=ident, ident_path=ident_path, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark, seconds=seconds,
+        plain=plain, ident=ident, ident_path=ident_path, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark,
+        seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
         truth_sources=truth_sources, tally=tally,
         column_title=column_title, figure=figure,

@@ -30,9 +30,12 @@ def receipts(scenario: Scenario) -> str | None:
     valid = sum(bool(r.get("valid")) for r in found)
     evident = sum(bool(r.get("tamper_evident")) for r in found)
     signed = {r.get("signed") for r in found}
-    signature = ("signed and checked against a trusted key" if signed == {True} else
-                 "unsigned (no trusted key was given, so no signature was checked)" if signed == {None} else
-                 "a signature that does NOT verify in some" if False in signed else "signed in some, unsigned in others")
+    if signed == {True}:
+        signature = "signed and checked against a trusted key"
+    elif signed == {None}:
+        signature = "unsigned (no trusted key was given, so no signature was checked)"
+    else:
+        signature = "a signature that does NOT verify in some" if False in signed else "signed in some, not in others"
     return (f"{GATE}'s receipts: {valid} of {len(found)} verify, {evident} of {len(found)} tamper-evident, "
             f"{signature}. A receipt is the gate's own attestation, written by the same worker that sent; the "
             "evidence is the service's state, which the harness copied into the result file during the run.")
@@ -69,7 +72,8 @@ def retry_commits(scenario: Scenario) -> list[str]:
         entry = _committed(cell)
         result = entry.get("result") if entry else None
         if isinstance(result, Mapping) and result.get("already_existed") is True:
-            how = {"sigkill": "the SIGKILLed first worker", "network_cut": "the first worker, whose connection was cut,"}
+            how = {"sigkill": "the SIGKILLed first worker",
+                   "network_cut": "the first worker, whose connection was cut,"}
             lines.append(f"{cell.fault}: {cell.outcome}, and the retry's answer says the event already existed "
                          f"(already_existed: true); {how.get(cell.trigger, 'the first worker')} created it.")
     return lines

@@ -165,8 +165,9 @@ def settle_note(sides: Sequence[tuple[Side, float | None, Mapping[str, Any] | No
     return "Time to settle after a crash: " + "; ".join(paces) + "." if paces else None
 
 
-def build(sides: Sequence[Side], qualifications: Sequence[str]) -> Verdict:
-    """The block: every system of either side, in first-seen order, with one sentence per side."""
+def build(sides: Sequence[Side], qualifications: Sequence[str | None]) -> Verdict:
+    """The block: every system of either side, in first-seen order, with one sentence per side; qualifications
+    that do not apply (None) are left out."""
     systems = list(dict.fromkeys(s for side in sides for s in side.systems()))
     rows = tuple((system, tuple(sentence(side.of(system), _record_word(system)) for side in sides))
                  for system in systems)

@@ -188,7 +188,7 @@ def _comparison_rows(run: Run, columns: Sequence[str]) -> list[dict[str, Any]]:
     """One row per cell of either run, each column marked where the pipeline found a difference."""
     notes = {(d.fault, d.system, d.column): index for index, d in enumerate(run.differences, 1)}
     kinds = {(d.fault, d.system, d.column): d.kind for d in run.differences}
-    published_cells = {(c["fault"], c["system"]): c for c in run.published["cells"]}
+    published_cells = {(c["fault"], c["system"]): c for c in (run.published or {}).get("cells", [])}
     keys = list(published_cells) + [(c.fault, c.system) for c in run.scenario.cells
                                     if (c.fault, c.system) not in published_cells]
     rows = []
