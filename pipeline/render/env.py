@@ -21,10 +21,16 @@ _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+_CHECKOUT = str(REPO) + "/"
+
+
 def _finalize(value: object) -> object:
-    """Applied to every {{ expression }}: text from a run can never become Markdown or HTML."""
+    """Applied to every {{ expression }}: text from a run can never become Markdown or HTML, and a path inside the
+    checkout is shown relative to it, whichever stage wrote it."""
     if value is None:
         return Markup("null")
+    if isinstance(value, str) and not isinstance(value, Markup):
+        value = value.replace(_CHECKOUT, "")
     return inert(value)
 
 
