@@ -16,10 +16,9 @@ def _o(fault: str, system: str, held: bool = True, answer: bool | None = True, p
 def test_a_system_sentence_counts_breaks_wrong_answers_proof_and_time():
     mine = [_o("a", "no_check", held=False, double=True), _o("b", "no_check", answer=False, proved=False),
             _o("c", "no_check", answer=None, seconds=None)]
-    text = headline.sentence(mine, "log")
-    assert text == "Broke in 1 of 3 (1 double booked), wrong answer in 1, could not say in 1; log proves 2; 0.2\u00a0s."
-    assert headline.sentence([_o("a", "interlock", seconds=30.9)], "journal") == (
-        "Held in 1 of 1; journal proves all; 31\u00a0s.")
+    text = headline.sentence(mine)
+    assert text == "Broke in 1 of 3 (1 double booked), wrong answer in 1, could not say in 1; proves 2; 0.2\u00a0s."
+    assert headline.sentence([_o("a", "interlock", seconds=30.9)]) == "Held in 1 of 1; proves all; 31\u00a0s."
 
 
 def test_the_block_has_a_row_for_every_system_of_either_side_and_says_not_run_where_one_lacks_it():
@@ -29,7 +28,7 @@ def test_the_block_has_a_row_for_every_system_of_either_side_and_says_not_run_wh
                 (_o("a", "no_check"), _o("a", "interlock"), _o("b", "dbos_step", held=False)))
     block = headline.build([published, ours], [None, "a qualification"])
     assert [system for system, _ in block.rows] == ["no_check", "interlock", "dbos_step"]
-    assert dict(block.rows)["dbos_step"] == ("Not run.", "Broke in 1 of 1; log proves all; 0.2\u00a0s.")
+    assert dict(block.rows)["dbos_step"] == ("Not run.", "Broke in 1 of 1; proves all; 0.2\u00a0s.")
     assert block.qualifications == ("a qualification",)
 
 
@@ -39,7 +38,7 @@ def test_the_settle_note_names_the_claim_ttl_only_where_the_gate_was_slower():
     note = headline.settle_note([(slow, 30.0, None), (fast, None, {"interlock": {"kind": "flock per effect, x"}})])
     assert "published run, interlock about 31\u00a0s against about 2\u00a0s for hand_check" in note
     assert "30 s claim TTL" in note
-    assert "this run, interlock and hand_check about 0.2\u00a0s each (a dead sender's claim is freed at once: " \
+    assert "this run, about 0.2\u00a0s each (a dead sender's claim is freed at once: " \
            "flock per effect)" in note
     assert headline.settle_note([(Side("this run", "x", False, (_o("a", "interlock"),)), None, None)]) is None
 

@@ -98,7 +98,7 @@ def _of(k: int, n: int) -> str:
     return f"all {n}" if k == n and n > 1 else f"{k} of {n}"
 
 
-def sentence(mine: Sequence[Outcome], record: str = "record") -> str:
+def sentence(mine: Sequence[Outcome]) -> str:
     """One system on one side in plain words, short enough for a phone: the invariant, any wrong answer, the
     proof, the time to settle."""
     if not mine:
@@ -115,15 +115,11 @@ def sentence(mine: Sequence[Outcome], record: str = "record") -> str:
     text += f", wrong answer in {wrong}" if wrong else ""
     text += f", could not say in {unsure}" if unsure else ""
     proved = sum(o.proved for o in mine)
-    text += f"; {record} proves {'none' if not proved else ('all' if proved == n else proved)}"
+    text += f"; proves {'none' if not proved else ('all' if proved == n else proved)}"
     times = [o.seconds for o in mine if o.seconds is not None]
     if times:
         text += f"; {_about(median(times)).removeprefix('about ')}"
     return text + "."
-
-
-def _record_word(system: str) -> str:
-    return "journal" if system.startswith(GATE) else "log"
 
 
 def _median(side: Side, system: str) -> float | None:
@@ -155,21 +151,21 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
     kind = claim_kind(claim or {})
     how = f" (a dead sender's claim is freed at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
     if _about(g) == _about(fastest):
-        return f"{side.title}, {gate} and {base} {_about(g)} each{how}"
+        return f"{side.title}, {_about(g)} each{how}"
     return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base}{how}"
 
 
 def settle_note(sides: Sequence[tuple[Side, float | None, Mapping[str, Any] | None]]) -> str | None:
     """How long the gate took to settle after a crash on each side, with the claim TTL that explains a gap."""
     paces = [p for side, ttl, claim in sides if (p := _pace(side, ttl, claim))]
-    return "Time to settle after a crash: " + "; ".join(paces) + "." if paces else None
+    return "Settling after a crash: " + "; ".join(paces) + "." if paces else None
 
 
 def build(sides: Sequence[Side], qualifications: Sequence[str | None]) -> Verdict:
     """The block: every system of either side, in first-seen order, with one sentence per side; qualifications
     that do not apply (None) are left out."""
     systems = list(dict.fromkeys(s for side in sides for s in side.systems()))
-    rows = tuple((system, tuple(sentence(side.of(system), _record_word(system)) for side in sides))
+    rows = tuple((system, tuple(sentence(side.of(system)) for side in sides))
                  for system in systems)
     return Verdict(tuple(sides), rows, tuple(q for q in qualifications if q))
 
