@@ -168,7 +168,8 @@ def test_search_splits_fault_names_outcome_codes_and_paths_into_their_parts():
                         ("before_send/slot_busy", ["before", "send", "slot", "busy"])]:
         assert [p for p in separator.split(term) if p] == parts
     cells = [d for d in index["docs"] if "/cells/#" in d["location"]]
-    assert cells and all(not d["text"].startswith("<p>Raw JSON") for d in cells)
+    # a snippet opens with the block that matched: the cell's name and outcome line come first in each section
+    assert cells and all(re.match(r"<p>\S+ / \S+: [A-Z_:a-z0-9]+ ", d["text"]) for d in cells), cells[0]["text"]
 
 
 def test_the_stand_in_note_keeps_its_text_inside_its_box():
