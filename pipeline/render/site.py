@@ -25,6 +25,7 @@ from .headline import Verdict
 from .links import RunLinks, slug
 
 ASSETS = REPO / "site" / "assets"
+PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
 # The library's public surface for the API page: the package root, then modules whose names are a concept of
 # their own, when this checkout has them.
 API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.easy")
@@ -104,33 +105,51 @@ def _source(template: str) -> Markup:
     return Markup(f"site/templates/{template}")
 
 
-def _published_side(scenario: Scenario, figures: Mapping[str, Any] | None,
-                    scenarios: Sequence[Scenario]) -> headline.Side | None:
-    """The published run of the same scenario: re-judged from its own file when the build has it, else its page."""
-    judged = next((s for s in scenarios if s.provenance.published and s.name == scenario.name), None)
+def _page_facts(name: str) -> Mapping[str, Any]:
+    """What the published page of a scenario states that its artifact file does not (site/data)."""
+    return json.loads(PUBLISHED_PAGES.read_text(encoding="utf-8"))["scenarios"].get(name, {})
+
+
+def _published_scenario(figures: Mapping[str, Any] | None) -> Scenario | None:
+    """The re-judged published run behind a scenario's published figures, when the pipeline gives one."""
+    scenario = figures.get("scenario") if figures else None
+    return scenario if isinstance(scenario, Scenario) else None
+
+
+def _published_side(figures: Mapping[str, Any] | None) -> headline.Side | None:
+    """The published run of a scenario: its re-judged file when the pipeline gives one, else its figures."""
+    judged = _published_scenario(figures)
     if judged is not None:
-        return headline.scenario_side(judged)
+        return dataclasses.replace(headline.scenario_side(judged), title="published run")
     return headline.published_side(figures) if figures else None
 
 
-def _ttl(scenario: Scenario | None, figures: Mapping[str, Any] | None) -> float | None:
-    """The claim TTL a published run waited out after a SIGKILL, as its file or its page states it."""
-    if scenario is not None and isinstance(scenario.provenance.extra.get("claim_ttl"), (int, float)):
-        return float(scenario.provenance.extra["claim_ttl"])
-    return figures.get("claim_ttl_seconds") if figures else None
+def published_facts(name: str, figures: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Facts of a scenario's published run the pages state in words: its claim TTL and what it deleted after the
+    run, from its own file where the file holds them, else from what its page states."""
+    facts = dict(_page_facts(name))
+    judged = _published_scenario(figures)
+    if judged is not None:
+        if isinstance(judged.provenance.extra.get("claim_ttl"), (int, float)):
+            facts["claim_ttl_seconds"] = judged.provenance.extra["claim_ttl"]
+        cleanup = read(judged.source).value.get("cleanup")
+        if isinstance(cleanup, list) and cleanup:
+            facts["cleanup"] = {"seen": len(cleanup),
+                                "deleted": sum(bool(c.get("deleted")) for c in cleanup if isinstance(c, Mapping)),
+                                "cancelled": sum(c.get("status_after_delete") == "cancelled" for c in cleanup
+                                                 if isinstance(c, Mapping))}
+    return facts
 
 
-def _scenario_verdict(scenario: Scenario, figures: Mapping[str, Any] | None, scenarios: Sequence[Scenario],
+def _scenario_verdict(scenario: Scenario, figures: Mapping[str, Any] | None,
                       raw_cells: Sequence[Mapping[str, Any]]) -> Verdict:
     """A scenario page's verdict block: the published run (when one exists) beside this file's run."""
     ours = headline.scenario_side(scenario)
-    if scenario.provenance.published:
-        theirs = headline.published_side(figures) if figures else None
-    else:
-        theirs = _published_side(scenario, figures, scenarios)
+    theirs = _published_side(figures)
     sides = [s for s in (theirs, ours) if s is not None]
-    settle = headline.settle_note([(side, _ttl(scenario if side is ours else None, figures) if side.real else None,
-                                    scenario.provenance.claim if side is ours else None) for side in sides])
+    ttl = published_facts(scenario.name, figures).get("claim_ttl_seconds")
+    settle = headline.settle_note([(side, ttl if side is theirs or scenario.provenance.published else None,
+                                    None if side is theirs else scenario.provenance.claim) for side in sides])
     return headline.build(sides, [settle, headline.raced_slips(scenario),
                                   headline.versioning_off(scenario, raw_cells)])
 
@@ -150,25 +169,27 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
         figures = published.get(scenario.name)
         differences = compare_published(shown, published) if figures else ()
         runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, top,
-                        _scenario_verdict(shown, figures, scenarios, top["cells"])))
+                        _scenario_verdict(shown, figures, top["cells"])))
     return runs
 
 
-def _home_verdict(runs: Sequence[Run], only: Sequence[PublishedOnly], published: Mapping[str, Any]) -> Verdict:
+def _home_verdict(runs: Sequence[Run], published: Mapping[str, Any]) -> Verdict:
     """Home's verdict block: every system over every scenario, the published runs beside the project's own."""
     local = [run for run in runs if not run.scenario.provenance.published]
     rejudged = [run for run in runs if run.scenario.provenance.published]
     sides = []
-    if published:
-        outcomes = tuple(o for name in sorted(published) for o in headline.from_figures(published[name]["cells"]))
-        sides.append(headline.Side("published runs", "real Google services and a model", True, outcomes))
+    theirs = [side for name in sorted(published) if (side := _published_side(published[name]))]
+    if theirs:
+        sides.append(headline.Side("published runs", theirs[0].ran, True,
+                                   tuple(o for side in theirs for o in side.outcomes)))
     mine = local or rejudged
     if mine:
         what = sorted({headline.ran(run.scenario.provenance)[0] for run in mine})
         title = "this run" if local else "published runs, re-judged"
         sides.append(headline.Side(title, "; ".join(what), False,
                                    tuple(o for run in mine for o in headline.from_cells(run.scenario.cells))))
-    ttl = max((f.get("claim_ttl_seconds") or 0 for f in published.values()), default=0) or None
+    ttl = max((published_facts(name, figures).get("claim_ttl_seconds") or 0 for name, figures in published.items()),
+              default=0) or None
     claim = mine[0].scenario.provenance.claim if mine else None
     notes = [headline.settle_note([(side, ttl if side.real else None, None if side.real else claim)
                                    for side in sides])]
@@ -232,7 +253,7 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
         "claim_kind": headline.claim_kind(scenario.provenance.claim),
     }
     _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, verdict=run.verdict,
-          facts=facts, **context)
+          facts=facts, published_facts=published_facts(scenario.name, run.published), **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
         columns = _comparison_columns(run)
@@ -245,6 +266,14 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     for cell in scenario.cells:
         raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
         _write(folder / str(run.links.raw(cell)), raw)
+
+
+def _only_verdict(name: str, figures: Mapping[str, Any]) -> Verdict:
+    """The verdict block of a scenario with published figures and no run of this project."""
+    side = _published_side(figures)
+    assert side is not None
+    return headline.build([side], [headline.settle_note([(side, published_facts(name, figures).get(
+        "claim_ttl_seconds"), None)])])
 
 
 def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Path) -> None:
@@ -306,9 +335,7 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     judged = {run.scenario.name for run in runs}
     only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
                           _tally_figures(name, figures), figures["page"],
-                          headline.build([headline.published_side(figures)],
-                                         [headline.settle_note([(headline.published_side(figures),
-                                                                 figures.get("claim_ttl_seconds"), None)])]))
+                          _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
     for run in runs:
         _write_run(env, run, docs)
@@ -316,7 +343,7 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         _write_published_only(env, item, docs)
     local = [run for run in runs if not run.scenario.provenance.published]
     _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
-          verdict=_home_verdict(runs, only, published))
+          verdict=_home_verdict(runs, published))
     _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
           bench_charts=_bench_charts(benchmarks, docs))
     _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
