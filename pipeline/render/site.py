@@ -254,13 +254,13 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     }
     _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, verdict=run.verdict,
           facts=facts, published_facts=published_facts(scenario.name, run.published),
-          disagreements=getattr(scenario, "disagreements", ()), **context)
+          disagreements=getattr(scenario, "disagreements", None), **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
         columns = _comparison_columns(run)
         _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=columns,
               rows=_comparison_rows(run, columns), differences=run.differences,
-              disagreements=run.published.get("disagreements", ()), **context)
+              disagreements=run.published.get("disagreements"), **context)
     series = [Series(side.title, {system: [o.seconds for o in side.of(system) if o.seconds is not None]
                                   for system in side.systems()}) for side in run.verdict.sides]
     for scheme, svg in settle_charts(series).items():
