@@ -59,8 +59,11 @@ KIND_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                       ("answer_cannot_say", "ended with no definite answer"),
                       ("unknown_outcome", "status outside the vocabulary"))),
     ("record-keeping", (("unresolved_dispatch", "send left unresolved in its own record"),
-                        ("receipt_invalid", "receipt does not verify"))),
-    ("harness", (("worker_error", "worker timed out or failed"),)),
+                        ("receipt_invalid", "receipt does not verify"),
+                        ("receipt_cannot_say", "receipt cannot say whether it happened"),
+                        ("damage_accepted", "opened a journal cut before its last line"))),
+    ("harness", (("worker_error", "worker timed out or failed"),
+                 ("service_unsettled", "a write still in flight when the service was read"))),
 )
 
 
