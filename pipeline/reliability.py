@@ -84,6 +84,8 @@ class Exploration:
     hazard_what: str = ""
     journal: str = "jsonl"
     history_check: str | None = None  # the command that re-counts the file from its stored history
+    # what the hazard did, per aspect: ("system: what happened", runs), e.g. a held worker reached or not
+    hazard_effects: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -155,6 +157,12 @@ def _explored(system: str, node: Node) -> Explored:
                     node.get("violated", "integer"), node.get("violated_in_window", "integer"), tuple(found))
 
 
+def _effects(node: Node | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    if node is None:
+        return ()
+    return tuple((aspect, _counts(node.at(aspect))) for aspect in node.expect("object"))
+
+
 def exploration(path: Path, shown: str) -> Exploration:
     """One explorer summary file."""
     top = read(path)
@@ -172,6 +180,7 @@ def exploration(path: Path, shown: str) -> Exploration:
         hazard_what=hazard.opt("what", "string", "") if hazard else "",
         journal=hazard.opt("journal", "string", "jsonl") if hazard else "jsonl",
         history_check=history.opt("check", "string") if history else None,
+        hazard_effects=_effects(top.opt_node("hazard_effects")),
     )
 
 

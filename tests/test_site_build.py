@@ -201,3 +201,29 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     figures = dict(tables["figures"].rows)
     assert figures == {"effects per run": "320", "note": "one worker per process", "brand new (s)": "1.5"}
     assert tables["rows"].rows == (("a", "0.2"),)
+
+
+def test_each_hazard_file_gets_its_own_column_and_section(tmp_path, monkeypatch):
+    import pipeline.build as build_module
+
+    source = REPO / "results" / "reliability" / "explore_calendar.json"
+    if not source.is_file():
+        pytest.skip("no committed calendar exploration")
+    folder = tmp_path / "reliability"
+    folder.mkdir()
+    data = json.loads(source.read_text())
+    (folder / "explore_calendar.json").write_text(json.dumps(data))
+    data.update(hazard={"name": "sigstop", "what": "a sender is stopped at a kill point", "journal": "jsonl"},
+                history={"check": "python -m experiments.explore --check history.jsonl"},
+                hazard_effects={"interrupt": {"interlock: SIGSTOP at before_send: struck": 7}})
+    data["violation_kinds"]["brand_new_kind"] = "a kind this page has no column title for"
+    for system in data["systems"].values():
+        system["violations"]["brand_new_kind"] = {"count": 3, "in_window": 0, "first": []}
+    (folder / "explore_calendar_sigstop.json").write_text(json.dumps(data))
+    monkeypatch.setattr(build_module, "RELIABILITY", folder)
+    page = html.unescape((build([], tmp_path / "out") / "reliability" / "index.html").read_text())
+    assert ">crash (jsonl journal)</th>" in page and ">sigstop (jsonl journal)</th>" in page
+    assert "calendar: sigstop, jsonl journal" in page
+    assert "python -m experiments.explore --check history.jsonl" in page
+    assert "interlock: SIGSTOP at before_send: struck (7)" in page
+    assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"
