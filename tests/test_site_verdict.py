@@ -58,3 +58,11 @@ def test_a_gate_no_better_in_total_is_said_to_trade_faults_not_to_beat_the_basel
     assert "beats" not in text and "worse than" not in text
     assert "interlock and hand_check trade faults on what the object store holds (2/3 each; interlock better on a, " \
            "worse on b)" in text
+
+
+def test_the_settle_note_names_the_ttl_control_beside_a_gate_that_frees_claims_at_once():
+    side = Side("this run", "stand-ins", False, (_o("a", "hand_check"), _o("a", "interlock"),
+                                                 _o("a", "interlock_ttl", seconds=10.4)))
+    note = headline.settle_note([(side, None, {"kind": "flock per effect"})])
+    assert note == ("Settling after a crash: this run, about 0.2\u00a0s each (a dead sender's claim is freed at once: "
+                    "flock per effect), interlock_ttl about 10\u00a0s.")

@@ -150,9 +150,11 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
         return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base} ({why})"
     kind = claim_kind(claim or {})
     how = f" (a dead sender's claim is freed at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
+    control = _median(side, f"{GATE}_ttl")  # the gate with claim liveness off, waiting out a TTL
+    waited = f", {GATE}_ttl {_about(control)}" if control is not None else ""
     if _about(g) == _about(fastest):
-        return f"{side.title}, {_about(g)} each{how}"
-    return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base}{how}"
+        return f"{side.title}, {_about(g)} each{how}{waited}"
+    return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base}{how}{waited}"
 
 
 def settle_note(sides: Sequence[tuple[Side, float | None, Mapping[str, Any] | None]]) -> str | None:
