@@ -10,6 +10,7 @@
 | `calendar_server` | a fresh Calendar stand-in in this process; INTERLOCK_CALENDAR_URL points at it |
 | `calendar_api` | the real googleapiclient Calendar service at `calendar_server` |
 | `messages_server` | the Messages API stub; INTERLOCK_MESSAGES_URL points at it |
+| `redis_server` (session) | a throwaway redis-server on loopback (`.url`, `.host`, `.port`), nothing persisted |
 
 The cloud clients are imported inside the fixtures, so test files that use none of them do not pay for the import.
 """
@@ -95,3 +96,11 @@ def messages_server(monkeypatch):
     with messages_stub() as stub:
         monkeypatch.setenv(clients.MESSAGES_URL, stub.endpoint)
         yield stub
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    from experiments.services.redis import RedisServer
+
+    with RedisServer() as server:
+        yield server

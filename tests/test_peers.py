@@ -1,0 +1,108 @@
+"""The peers end to end: real DBOS and Powertools in worker processes, a real redis-server, real SIGKILL.
+
+One fault per scenario for each peer: gcp_resource after the store committed the rollback (the first worker dies
+before the peer records the answer), calendar before the insert while the customer takes the slot during the
+outage. What each asserts is the behaviour measured on these library versions; a change in either library's
+recovery shows up here first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+from experiments import harness
+from experiments.peers import DBOS_STEP, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, record_file
+
+WORKER = "experiments.peers.worker"
+TIMEOUT = 60.0
+PEERS = (DBOS_STEP, POWERTOOLS_IDEMPOTENT)
+
+
+def _env(redis_url: str, **armed: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_KILL") and k != "INTERLOCK_JOURNAL_URL"}
+    return {**env, REDIS_URL_ENV: redis_url, **armed}
+
+
+def _run(scenario: str, system: str, phase: str, case: Path, env: dict[str, str]) -> harness.WorkerRun:
+    args = ["--scenario", scenario, "--system", system, "--phase", phase, "--case", str(case)]
+    return harness.run_worker(WORKER, args, env, TIMEOUT)
+
+
+def _read(case: Path, name: str) -> dict:
+    return json.loads((case / name).read_text())
+
+
+@pytest.mark.parametrize("system", PEERS)
+def test_a_peer_killed_after_the_store_committed_resends_and_reports_the_412(system, versioned_bucket, gcs_client,
+                                                                             redis_server, tmp_path):
+    name = "config/app.json"
+    seed = versioned_bucket.blob(name)
+    seed.metadata = {"writer": "human-deploy"}
+    seed.upload_from_string(json.dumps({"version": "v42"}), content_type="application/json", if_generation_match=0)
+    case = tmp_path / system
+    case.mkdir()
+    (case / "case.json").write_text(json.dumps({"bucket": versioned_bucket.name, "object": name}))
+    (case / "decision.json").write_text(json.dumps({"to_version": "v41", "generation": str(seed.generation)}))
+    env = _env(redis_server.url)
+
+    first = _run("gcp_resource", system, "decide", case,
+                 {**env, "INTERLOCK_KILL_AT": "after_commit", "INTERLOCK_KILL_MARKER": str(case / "crashed_at")})
+    restart = _run("gcp_resource", system, "restart", case, env)
+
+    assert first.exit_code == -signal.SIGKILL, first.output
+    assert restart.exit_code == 0, restart.output
+    outcome = _read(case, "outcome_restart.json")
+    assert outcome["outcome"] == "PRECONDITION_FAILED"  # the resend met the rollback's own generation
+    versions = [b for b in gcs_client.list_blobs(versioned_bucket.name, prefix=name, versions="true")]
+    agent = [b for b in versions if (b.metadata or {}).get("writer") == "agent"]
+    assert len(agent) == 1  # the rollback landed once, though the peer's answer says it was refused
+    record = _read(case, record_file("restart"))
+    if system == DBOS_STEP:
+        assert [row["status"] for row in record["found"]["workflow_status"]] == ["PENDING"]
+        assert record["found"]["operation_outputs"] == []  # killed before DBOS checkpointed the step
+        assert record["left"]["operation_outputs"][0]["output"]["outcome"] == "PRECONDITION_FAILED"
+    else:
+        assert record["found"]["value"]["status"] == "INPROGRESS"
+        assert [i["outcome"] for i in outcome["ids"]["invocations"]] == ["IN_PROGRESS", "PRECONDITION_FAILED"]
+        assert record["left"]["value"]["status"] == "COMPLETED"
+
+
+@pytest.mark.parametrize("system", PEERS)
+def test_a_peer_killed_before_the_insert_books_over_the_customer_after_restart(system, calendar_server,
+                                                                                calendar_api, redis_server,
+                                                                                tmp_path):
+    start, end = "2031-03-04T15:00:00Z", "2031-03-04T15:30:00Z"
+    request_id = f"req-{uuid.uuid4().hex[:12]}"
+    case = tmp_path / system
+    case.mkdir()
+    (case / "case.json").write_text(json.dumps({"request_id": request_id, "calendar_id": "primary",
+                                                "slot_start": start, "slot_end": end}))
+    (case / "request.json").write_text(json.dumps({"id": request_id, "slot_start": start, "status": "live"}))
+    (case / "decision.json").write_text(json.dumps({"start": start, "end": end, "summary": "Call with Dana"}))
+    env = _env(redis_server.url)
+
+    first = _run("calendar", system, "decide", case,
+                 {**env, "INTERLOCK_KILL_AT": "before_send", "INTERLOCK_KILL_MARKER": str(case / "crash_marker")})
+    customer = calendar_api.events().insert(calendarId="primary", body={
+        "summary": "Dana: busy", "start": {"dateTime": start}, "end": {"dateTime": end}}).execute()
+    restart = _run("calendar", system, "restart", case, env)
+
+    assert first.exit_code == -signal.SIGKILL, first.output
+    assert restart.exit_code == 0, restart.output
+    assert _read(case, "result.json")["outcome"] == "BOOKED"  # nothing re-checked the slot before the resend
+    items = calendar_api.events().list(calendarId="primary", timeMin=start, timeMax=end).execute()["items"]
+    agent = [e for e in items if e.get("extendedProperties", {}).get("private", {}).get("booking_request")
+             == request_id]
+    assert len(agent) == 1 and customer["id"] in {e["id"] for e in items}  # double-booked
+    record = _read(case, record_file("restart"))
+    if system == DBOS_STEP:
+        assert [row["status"] for row in record["left"]["workflow_status"]] == ["SUCCESS"]
+        assert record["left"]["workflow_status"][0]["recovery_attempts"] >= 2  # run, then recovered
+    else:
+        assert record["left"]["value"]["status"] == "COMPLETED"
