@@ -17,21 +17,21 @@ from typing import Any
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
-from experiments.peers.job import DBOS_STEP, WORKFLOW_ERROR, PeerJob
+from experiments.peers.job import DBOS_STEP, WORKFLOW_ERROR, PeerJob, Send
 
 APP_NAME = "interlock-peers"
 SQLITE_FILE = "dbos_system.sqlite"
 RECORD_TABLES = ("workflow_status", "workflow_input", "workflow_output", "operation_outputs")
 
-_job: PeerJob | None = None  # set before launch: recovery reruns the step in this process, through this job
+_send: Send | None = None  # set before launch: recovery reruns the step in this process, through this call
 
 
 @DBOS.step()
 def send_write(request: dict[str, Any]) -> dict[str, Any]:
     """The one step: the scenario's write (crash points, refusal and all), its answer checkpointed by DBOS."""
-    if _job is None:
-        raise RuntimeError("the DBOS peer ran a step before its job was set")
-    outcome, ids = _job.send(request)
+    if _send is None:
+        raise RuntimeError("the DBOS peer ran a step before DBOS was launched with its send")
+    outcome, ids = _send(request)
     return {"outcome": outcome, "ids": ids}
 
 
@@ -46,18 +46,29 @@ def system_database_url(case_dir: Path, journal_url: str | None) -> str:
     return journal_url or f"sqlite:///{Path(case_dir).resolve() / SQLITE_FILE}"
 
 
-def config(database_url: str, job_id: str) -> DBOSConfig:
-    """The documented setup, with an executor id per job and no admin server (nothing else listens)."""
-    return {"name": APP_NAME, "system_database_url": database_url, "executor_id": f"cell-{job_id}",
+def config(database_url: str, executor_id: str) -> DBOSConfig:
+    """The documented setup, with an executor id of the caller's and no admin server (nothing else listens)."""
+    return {"name": APP_NAME, "system_database_url": database_url, "executor_id": executor_id,
             "run_admin_server": False, "log_level": "WARNING", "serializer": DBOSPortableJSONSerializer()}
+
+
+def launch(database_url: str, executor_id: str, send: Send) -> None:
+    """Configure and launch DBOS in this process; from here on it recovers this executor's pending workflows."""
+    global _send
+    _send = send
+    DBOS(config=config(database_url, executor_id))
+    DBOS.launch()
+
+
+def start(job_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run the job's workflow under its id: a second start of the same id waits for the first one's result."""
+    with SetWorkflowID(job_id):
+        return run_job(request)
 
 
 def run(phase: str, job: PeerJob, database_url: str) -> tuple[str, dict[str, Any]]:
     """Run the job as a workflow (`decide`) or launch DBOS so it recovers the job and wait for it (`restart`)."""
-    global _job
-    _job = job
-    DBOS(config=config(database_url, job.job_id))
-    DBOS.launch()
+    launch(database_url, f"cell-{job.job_id}", job.send)
     try:
         return _settle(phase, job)
     finally:
@@ -68,8 +79,7 @@ def _settle(phase: str, job: PeerJob) -> tuple[str, dict[str, Any]]:
     recovering = phase == "restart" and DBOS.get_workflow_status(job.job_id) is not None
     ids: dict[str, Any] = {"workflow_id": job.job_id, "recovered": recovering}
     if not recovering:  # a first delivery, or a restart of a job whose first worker never started the workflow
-        with SetWorkflowID(job.job_id):
-            result = run_job(job.request)
+        result = start(job.job_id, job.request)
         return result["outcome"], {**result["ids"], **ids}
     try:
         result = DBOS.retrieve_workflow(job.job_id).get_result()

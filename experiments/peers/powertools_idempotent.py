@@ -29,7 +29,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (IdempotencyA
                                                                     IdempotencyValidationError)
 from aws_lambda_powertools.utilities.idempotency.persistence.redis import RedisCachePersistenceLayer
 
-from experiments.peers.job import IN_PROGRESS, POWERTOOLS_IDEMPOTENT, VALIDATION_ERROR, PeerJob
+from experiments.peers.job import IN_PROGRESS, POWERTOOLS_IDEMPOTENT, VALIDATION_ERROR, PeerJob, Send
 
 FUNCTION_NAME = "interlock-peer-job"
 KEY_PREFIX = f"{FUNCTION_NAME}.send_write"
@@ -54,11 +54,13 @@ class LambdaContext:
         return max(0, int((self._deadline - time.time()) * 1000))
 
 
-def _store(redis_url: str) -> RedisCachePersistenceLayer:
+def store(redis_url: str) -> RedisCachePersistenceLayer:
+    """The Redis persistence layer on the run's redis-server, with a client as the documentation builds one."""
     return RedisCachePersistenceLayer(client=redis.Redis.from_url(redis_url, decode_responses=True))
 
 
-def _config() -> IdempotencyConfig:
+def config() -> IdempotencyConfig:
+    """The idempotency settings above; a fresh object per handler, since registering a context mutates it."""
     return IdempotencyConfig(event_key_jmespath="job_id", payload_validation_jmespath="request",
                              raise_on_no_idempotency_key=True, response_hook=_replayed)
 
@@ -68,18 +70,22 @@ def _replayed(response: dict[str, Any], record: Any) -> dict[str, Any]:
     return {**response, "replayed": True}
 
 
-def handler_for(job: PeerJob, store: RedisCachePersistenceLayer,
-                config: IdempotencyConfig) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda handler: register the context, then call the idempotent write with the event as its data."""
+def handler_for(send: Send, persistence: RedisCachePersistenceLayer,
+                settings: IdempotencyConfig) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """The Lambda handler: register the context, then call the idempotent write with the event as its data.
 
-    @idempotent_function(data_keyword_argument="event", persistence_store=store, config=config,
+    The event is `{"job_id": ..., "request": ...}`: the key is the job id, the validated payload the request.
+    """
+    os.environ["AWS_LAMBDA_FUNCTION_NAME"] = FUNCTION_NAME  # what the runtime sets; part of the idempotency key
+
+    @idempotent_function(data_keyword_argument="event", persistence_store=persistence, config=settings,
                          key_prefix=KEY_PREFIX)
     def send_write(event: dict[str, Any]) -> dict[str, Any]:
-        outcome, ids = job.send(event["request"])
+        outcome, ids = send(event["request"])
         return {"outcome": outcome, "ids": ids}
 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        config.register_lambda_context(context)
+        settings.register_lambda_context(context)
         return send_write(event=event)
 
     return handler
@@ -87,18 +93,15 @@ def handler_for(job: PeerJob, store: RedisCachePersistenceLayer,
 
 def run(phase: str, job: PeerJob, redis_url: str) -> tuple[str, dict[str, Any]]:
     """Invoke the handler with the job's event; a restart invokes again once an in-progress record expired."""
-    os.environ["AWS_LAMBDA_FUNCTION_NAME"] = FUNCTION_NAME  # what the runtime sets; part of the idempotency key
-    store, config = _store(redis_url), _config()
-    handler = handler_for(job, store, config)
+    persistence = store(redis_url)
+    handler = handler_for(job.send, persistence, config())
     event = {"job_id": job.job_id, "request": job.request}
-    attempts: list[dict[str, Any]] = []
-    while True:
+    outcome, ids = _invoke(handler, event)
+    invocations = [{"at": time.time(), "outcome": outcome}]
+    if outcome == IN_PROGRESS and phase == "restart" and _wait_for_in_progress_expiry(persistence, event):
         outcome, ids = _invoke(handler, event)
-        attempts.append({"at": time.time(), "outcome": outcome})
-        if outcome != IN_PROGRESS or phase != "restart" or len(attempts) > 1:
-            return outcome, {**ids, "idempotency_key_job": job.job_id, "invocations": attempts}
-        if not _wait_for_in_progress_expiry(store, event):
-            return outcome, {**ids, "idempotency_key_job": job.job_id, "invocations": attempts}
+        invocations.append({"at": time.time(), "outcome": outcome})
+    return outcome, {**ids, "idempotency_key_job": job.job_id, "invocations": invocations}
 
 
 def _invoke(handler: Callable[..., dict[str, Any]], event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -111,11 +114,11 @@ def _invoke(handler: Callable[..., dict[str, Any]], event: dict[str, Any]) -> tu
     return result["outcome"], {**result["ids"], "replayed": bool(result.get("replayed"))}
 
 
-def _wait_for_in_progress_expiry(store: RedisCachePersistenceLayer, event: dict[str, Any]) -> bool:
+def _wait_for_in_progress_expiry(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> bool:
     """Until the INPROGRESS record's own expiry passes (or it is gone); False when the record sets none."""
     deadline = time.monotonic() + RETRY_DEADLINE_SECONDS
     while time.monotonic() < deadline:
-        value = _stored(store, event)
+        value = _stored(persistence, event)
         if value is None or value.get("status") != "INPROGRESS":
             return True
         expiry = value.get("in_progress_expiration")
@@ -127,24 +130,24 @@ def _wait_for_in_progress_expiry(store: RedisCachePersistenceLayer, event: dict[
     return False
 
 
-def _key(store: RedisCachePersistenceLayer, event: dict[str, Any]) -> str:
+def _key(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> str:
     """The store's own key derivation (its get_record would also validate the payload, which fails on a COMPLETED
     record: the Redis layer drops the validation hash when it marks a record COMPLETED)."""
-    return store._get_hashed_idempotency_key(event)
+    return persistence._get_hashed_idempotency_key(event)
 
 
-def _stored(store: RedisCachePersistenceLayer, event: dict[str, Any]) -> dict[str, Any] | None:
-    raw = store.client.get(_key(store, event))
+def _stored(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> dict[str, Any] | None:
+    raw = persistence.client.get(_key(persistence, event))
     return json.loads(raw) if raw is not None else None
 
 
 def record(job: PeerJob, redis_url: str) -> dict[str, Any]:
     """The job's idempotency record as Redis holds it: the stored JSON, its time to live, and any orphan lock."""
     os.environ["AWS_LAMBDA_FUNCTION_NAME"] = FUNCTION_NAME
-    store, config = _store(redis_url), _config()
-    store.configure(config, key_prefix=KEY_PREFIX)
+    persistence = store(redis_url)
+    persistence.configure(config(), key_prefix=KEY_PREFIX)
     event = {"job_id": job.job_id, "request": job.request}
-    key = _key(store, event)
+    key = _key(persistence, event)
     return {"peer": POWERTOOLS_IDEMPOTENT, "store": "redis", "idempotency_key": key, "job_id": job.job_id,
-            "value": _stored(store, event), "ttl_seconds": store.client.ttl(key),
-            "lock": store.client.get(f"{key}:lock"), "read_at": time.time()}
+            "value": _stored(persistence, event), "ttl_seconds": persistence.client.ttl(key),
+            "lock": persistence.client.get(f"{key}:lock"), "read_at": time.time()}
