@@ -73,18 +73,29 @@ def test_a_peer_killed_after_the_store_committed_resends_and_reports_the_412(sys
         assert record["left"]["value"]["status"] == "COMPLETED"
 
 
-@pytest.mark.parametrize("system", PEERS)
-def test_a_peer_killed_before_the_insert_books_over_the_customer_after_restart(system, calendar_server,
-                                                                                calendar_api, redis_server,
-                                                                                tmp_path):
-    start, end = "2031-03-04T15:00:00Z", "2031-03-04T15:30:00Z"
+def _booking_case(case: Path, start: str, end: str) -> str:
     request_id = f"req-{uuid.uuid4().hex[:12]}"
-    case = tmp_path / system
     case.mkdir()
     (case / "case.json").write_text(json.dumps({"request_id": request_id, "calendar_id": "primary",
                                                 "slot_start": start, "slot_end": end}))
     (case / "request.json").write_text(json.dumps({"id": request_id, "slot_start": start, "status": "live"}))
     (case / "decision.json").write_text(json.dumps({"start": start, "end": end, "summary": "Call with Dana"}))
+    return request_id
+
+
+def _agent_events(api, start: str, end: str, request_id: str) -> list[dict]:
+    items = api.events().list(calendarId="primary", timeMin=start, timeMax=end).execute()["items"]
+    return [e for e in items if e.get("extendedProperties", {}).get("private", {}).get("booking_request")
+            == request_id]
+
+
+@pytest.mark.parametrize("system", PEERS)
+def test_a_peer_killed_before_the_insert_books_over_the_customer_after_restart(system, calendar_server,
+                                                                                calendar_api, redis_server,
+                                                                                tmp_path):
+    start, end = "2031-03-04T15:00:00Z", "2031-03-04T15:30:00Z"
+    case = tmp_path / system
+    request_id = _booking_case(case, start, end)
     env = _env(redis_server.url)
 
     first = _run("calendar", system, "decide", case,
@@ -97,12 +108,34 @@ def test_a_peer_killed_before_the_insert_books_over_the_customer_after_restart(s
     assert restart.exit_code == 0, restart.output
     assert _read(case, "result.json")["outcome"] == "BOOKED"  # nothing re-checked the slot before the resend
     items = calendar_api.events().list(calendarId="primary", timeMin=start, timeMax=end).execute()["items"]
-    agent = [e for e in items if e.get("extendedProperties", {}).get("private", {}).get("booking_request")
-             == request_id]
-    assert len(agent) == 1 and customer["id"] in {e["id"] for e in items}  # double-booked
+    assert len(_agent_events(calendar_api, start, end, request_id)) == 1
+    assert customer["id"] in {e["id"] for e in items}  # double-booked
     record = _read(case, record_file("restart"))
     if system == DBOS_STEP:
         assert [row["status"] for row in record["left"]["workflow_status"]] == ["SUCCESS"]
         assert record["left"]["workflow_status"][0]["recovery_attempts"] >= 2  # run, then recovered
     else:
         assert record["left"]["value"]["status"] == "COMPLETED"
+
+
+def test_dbos_on_the_runs_postgresql_journal_recovers_the_killed_workflow_from_its_tables(calendar_server,
+                                                                                          calendar_api, tmp_path):
+    from experiments.services.postgres import TempCluster
+
+    start, end = "2031-03-05T09:00:00Z", "2031-03-05T09:30:00Z"
+    case = tmp_path / "dbos_pg"
+    request_id = _booking_case(case, start, end)
+    with TempCluster() as cluster:
+        env = {**_env(""), "INTERLOCK_JOURNAL_URL": cluster.create_database("journal")}
+        first = _run("calendar", DBOS_STEP, "decide", case,
+                     {**env, "INTERLOCK_KILL_AT": "after_commit", "INTERLOCK_KILL_MARKER": str(case / "crash")})
+        restart = _run("calendar", DBOS_STEP, "restart", case, env)
+
+    assert first.exit_code == -signal.SIGKILL, first.output
+    assert restart.exit_code == 0, restart.output
+    assert _read(case, "result.json")["outcome"] == "ALREADY_EXISTS_409"  # the rerun step met its own event id
+    assert len(_agent_events(calendar_api, start, end, request_id)) == 1
+    record = _read(case, record_file("restart"))
+    assert record["found"]["system_database"] == "postgresql"
+    assert [row["status"] for row in record["found"]["workflow_status"]] == ["PENDING"]
+    assert not (case / "dbos_system.sqlite").exists()
