@@ -111,6 +111,7 @@ def test_a_peer_killed_before_the_insert_books_over_the_customer_after_restart(s
     assert len(_agent_events(calendar_api, start, end, request_id)) == 1
     assert customer["id"] in {e["id"] for e in items}  # double-booked
     record = _read(case, record_file("restart"))
+    assert all(path.suffix in (".json", ".jsonl", "") for path in case.iterdir())  # text only: saved in the cell
     if system == DBOS_STEP:
         assert [row["status"] for row in record["left"]["workflow_status"]] == ["SUCCESS"]
         assert record["left"]["workflow_status"][0]["recovery_attempts"] >= 2  # run, then recovered
@@ -138,4 +139,4 @@ def test_dbos_on_the_runs_postgresql_journal_recovers_the_killed_workflow_from_i
     record = _read(case, record_file("restart"))
     assert record["found"]["system_database"] == "postgresql"
     assert [row["status"] for row in record["found"]["workflow_status"]] == ["PENDING"]
-    assert not (case / "dbos_system.sqlite").exists()
+    assert not list(tmp_path.glob("*.sqlite"))

@@ -42,8 +42,15 @@ def run_job(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def system_database_url(case_dir: Path, journal_url: str | None) -> str:
-    """The run's PostgreSQL journal database when it has one, else a SQLite file in the cell's directory."""
-    return journal_url or f"sqlite:///{Path(case_dir).resolve() / SQLITE_FILE}"
+    """The run's PostgreSQL journal database when it has one, else a SQLite file beside the cell's directory.
+
+    Beside, not in it: everything in the cell's directory is saved into the cell as text, and the database is
+    saved as its rows (`record`).
+    """
+    if journal_url:
+        return journal_url
+    case_dir = Path(case_dir).resolve()
+    return f"sqlite:///{case_dir.with_name(f'{case_dir.name}.{SQLITE_FILE}')}"
 
 
 def config(database_url: str, executor_id: str) -> DBOSConfig:
