@@ -140,3 +140,20 @@ def test_dbos_on_the_runs_postgresql_journal_recovers_the_killed_workflow_from_i
     assert record["found"]["system_database"] == "postgresql"
     assert [row["status"] for row in record["found"]["workflow_status"]] == ["PENDING"]
     assert not list(tmp_path.glob("*.sqlite"))
+
+
+def test_the_run_starts_a_redis_server_only_for_powertools_and_leaves_nothing_behind(monkeypatch):
+    import redis
+
+    from experiments.peers import peer_services
+
+    monkeypatch.delenv(REDIS_URL_ENV, raising=False)
+    with peer_services([DBOS_STEP]) as none:
+        assert none == {} and REDIS_URL_ENV not in os.environ
+    with peer_services([DBOS_STEP, POWERTOOLS_IDEMPOTENT]) as provenance:
+        url = os.environ[REDIS_URL_ENV]
+        client = redis.Redis.from_url(url)
+        assert client.ping() and client.config_get("save") == {"save": ""}
+        folder = Path(client.config_get("dir")["dir"])
+        assert url.startswith("redis://127.0.0.1:") and provenance["idempotency_store"]["real"]
+    assert REDIS_URL_ENV not in os.environ and not folder.exists()

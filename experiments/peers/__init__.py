@@ -10,6 +10,7 @@ worker imports only its own peer. Nothing here judges an outcome.
 from experiments.peers.job import (DBOS_STEP, IN_PROGRESS, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, SCENARIOS, SYSTEMS,
                                    VALIDATION_ERROR, WORKFLOW_ERROR, PeerJob, record_file)
 from experiments.peers.provenance import peers_provenance
+from experiments.peers.run import peer_services, run_peer
 
 __all__ = ["DBOS_STEP", "IN_PROGRESS", "POWERTOOLS_IDEMPOTENT", "REDIS_URL_ENV", "SCENARIOS", "SYSTEMS",
-           "VALIDATION_ERROR", "WORKFLOW_ERROR", "PeerJob", "peers_provenance", "record_file"]
+           "VALIDATION_ERROR", "WORKFLOW_ERROR", "PeerJob", "peer_services", "peers_provenance", "record_file", "run_peer"]

@@ -48,7 +48,7 @@ def peers_provenance() -> dict[str, Any]:
         },
         POWERTOOLS_IDEMPOTENT: {
             "library": {"aws-lambda-powertools": _version("aws-lambda-powertools"), "redis": _version("redis")},
-            "backend": {"redis-server": _redis_server_version()},
+            "backend": {"redis-server": redis_server_version()},
             "configuration": "the scenario's write as an @idempotent_function called from a Lambda handler; "
                              "event_key_jmespath job_id, payload_validation_jmespath request, "
                              "raise_on_no_idempotency_key, expires_after_seconds 3600 (default), "
@@ -71,7 +71,8 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _redis_server_version() -> str | None:
+def redis_server_version() -> str | None:
+    """The installed redis-server's version, as `redis-server --version` prints it."""
     binary = shutil.which("redis-server")
     if binary is None:
         return None

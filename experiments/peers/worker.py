@@ -19,8 +19,8 @@ from typing import Any
 from interlock import killpoints
 
 from experiments.harness import write_result
-from experiments.journals import JOURNAL_URL_ENV
-from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS, PeerJob, record_file
+from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS, PeerJob
+from experiments.peers.run import run_peer
 
 
 def peer_job(scenario: str, system: str, phase: str, case_dir: Path) -> PeerJob:
@@ -39,33 +39,9 @@ def peer_job(scenario: str, system: str, phase: str, case_dir: Path) -> PeerJob:
     return calendar.peer_job(case_dir, phase, system, service, killpoints.reach)
 
 
-def _peer(system: str) -> Any:
-    """The peer's module, imported only in its own workers (each loads its library and its backend's client)."""
-    if system == DBOS_STEP:
-        from experiments.peers import dbos_step
-
-        return dbos_step
-    from experiments.peers import powertools_idempotent
-
-    return powertools_idempotent
-
-
-def _backend(system: str, case_dir: Path) -> str:
-    """DBOS's system database (the run's PostgreSQL journal, else SQLite in the cell), or the run's Redis."""
-    if system == DBOS_STEP:
-        return _peer(system).system_database_url(case_dir, os.environ.get(JOURNAL_URL_ENV))
-    return os.environ[REDIS_URL_ENV]
-
-
 def run(scenario: str, system: str, phase: str, case_dir: Path) -> tuple[str, dict[str, Any]]:
-    """Run the cell's job once with the peer, saving its record before and after, and leave the outcome file."""
-    job = peer_job(scenario, system, phase, case_dir)
-    peer, backend = _peer(system), _backend(system, case_dir)
-    found = peer.record(job, backend) if phase == "restart" else None
-    try:
-        outcome, ids = peer.run(phase, job, backend)
-    finally:
-        write_result(case_dir / record_file(phase), {"found": found, "left": peer.record(job, backend)})
+    """Run the cell's job once with the peer and leave the scenario's outcome file."""
+    outcome, ids = run_peer(system, phase, case_dir, peer_job(scenario, system, phase, case_dir))
     _finish(scenario, system, phase, case_dir, outcome, ids)
     return outcome, ids
 
