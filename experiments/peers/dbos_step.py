@@ -83,9 +83,9 @@ def run(phase: str, job: PeerJob, database_url: str) -> tuple[str, dict[str, Any
 
 
 def _settle(phase: str, job: PeerJob) -> tuple[str, dict[str, Any]]:
-    recovering = phase == "restart" and DBOS.get_workflow_status(job.job_id) is not None
-    ids: dict[str, Any] = {"workflow_id": job.job_id, "recovered": recovering}
-    if not recovering:  # a first delivery, or a restart of a job whose first worker never started the workflow
+    existed = phase == "restart" and DBOS.get_workflow_status(job.job_id) is not None
+    ids: dict[str, Any] = {"workflow_id": job.job_id, "workflow_existed": existed}
+    if not existed:  # a first delivery, or a restart of a job whose first worker never started the workflow
         result = start(job.job_id, job.request)
         return result["outcome"], {**result["ids"], **ids}
     try:
