@@ -22,6 +22,8 @@ from typing import Any
 
 from interlock import effect_id_for
 
+from experiments.journals import JOURNAL_URL_ENV
+
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -49,7 +51,39 @@ class Truth:
         return bool(self.writes) or self.live > 0
 
 
-class GcpWorld:
+class JournalChoice:
+    """Where a world's gated workers keep their journal: each run's own JSONL file, or the exploration's
+    PostgreSQL database, each run's sessions named for it so a hazard can end exactly those."""
+
+    database: Database | None = None
+
+    def worker_env(self, case: Case) -> dict[str, str]:
+        """What a worker of this run adds to the world's environment: the run's database address, if any."""
+        if self.database is None:
+            return {}
+        return {JOURNAL_URL_ENV: self.database.url_for(case.ids["run"])}
+
+    def strike(self, case: Case, how: str) -> None:
+        """End the run's database sessions, or stop and start the database server."""
+        if self.database is None:
+            raise ValueError(f"{how} needs the PostgreSQL journal")
+        if how == "terminate_session":
+            self.database.terminate(case.ids["run"])
+        elif how == "restart_server":
+            self.database.restart()
+        else:
+            raise ValueError(f"unknown database hazard {how!r}")
+
+    def raise_env(self, point: str) -> dict[str, str]:
+        """Only the explorer's own workers can be made to raise inside their send."""
+        raise ValueError(f"{self.scenario} runs the scenario's own workers, whose send functions cannot raise")
+
+    def received(self, case: Case) -> bool:
+        """Only a service with a delay can hold a request in flight."""
+        raise ValueError(f"{self.scenario} has no service that holds a request in flight")
+
+
+class GcpWorld(JournalChoice):
     """fake-gcs-server behind the recording proxy; one versioned bucket; one object per run."""
 
     scenario = "gcp_resource"
@@ -78,8 +112,9 @@ class GcpWorld:
         client.create_bucket(bucket)
         return GcpWorld(proxy, client, bucket.name, env)
 
-    def setup(self, directory: Path, seed: int, system: str) -> Case:
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
         """Seed v42 as the human's deploy, open the incident, decide the rollback (scripted decider)."""
+        seed = schedule.seed
         from experiments.deciders import ScriptedDecider, persisted_decision
         from experiments.gcp_resource import case as gcp
 
@@ -97,7 +132,7 @@ class GcpWorld:
 
         persisted_decision(directory / gcp.DECISION_FILE, lambda: ScriptedDecider().decide_rollback(case, get_config))
         return Case(directory, system, effect_id_for(gcp.effect_key(self.bucket, name)),
-                    {"object": name, "log_offset": offset})
+                    {"object": name, "log_offset": offset, "run": f"{seed}-{system}"})
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
@@ -136,7 +171,7 @@ class GcpWorld:
         blob.upload_from_string(body(version), content_type="application/json", retry=None, **precondition)
 
 
-class CalendarWorld:
+class CalendarWorld(JournalChoice):
     """The Calendar v3 stand-in; one 30-minute slot and one booking request per run."""
 
     scenario = "calendar"
@@ -163,8 +198,9 @@ class CalendarWorld:
         _export(stack, env)
         return CalendarWorld(standin, calendar_service(), env)
 
-    def setup(self, directory: Path, seed: int, system: str) -> Case:
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
         """A live request for a fresh slot; the first worker decides it, as in the scenario."""
+        seed = schedule.seed
         from experiments.booking import baseline_event_id, new_request, write_request
 
         start = self.base + timedelta(hours=next(self.slots))
@@ -176,7 +212,7 @@ class CalendarWorld:
         effect_id = effect_id_for(f"booking:{request_id}")
         ours = effect_id if system.startswith("interlock") else baseline_event_id(request_id)
         return Case(directory, system, effect_id, {"request_id": request_id, "event_id": ours,
-                                                   "slot": (slot_start, slot_end)})
+                                                   "slot": (slot_start, slot_end), "run": f"{seed}-{system}"})
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
@@ -214,11 +250,45 @@ class CalendarWorld:
 WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld}
 
 
+class Database:
+    """The exploration's throwaway PostgreSQL cluster and the one journal database every run shares."""
+
+    NAME = "explore"
+
+    def __init__(self, cluster: Any):
+        self.cluster = cluster
+        self.url = cluster.create_database(self.NAME)
+        self.lock = threading.Lock()
+
+    def url_for(self, run: str) -> str:
+        """The journal address a run's workers use: their sessions carry the run's name."""
+        return f"{self.url}?application_name=explore-{run}"
+
+    def terminate(self, run: str) -> int:
+        """End every session of the run's workers (pg_terminate_backend); how many there were."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                                (f"explore-{run}",)).fetchall()
+        return len(rows)
+
+    def restart(self) -> None:
+        """Stop the server (every session ends at once) and start it again."""
+        with self.lock:
+            self.cluster.restart()
+
+
 @contextlib.contextmanager
-def world(scenario: str, work: Path) -> Iterator[Any]:
-    """The scenario's stand-ins for the block; `.env` is the environment its workers need."""
+def world(scenario: str, work: Path, journal: str = "jsonl") -> Iterator[Any]:
+    """The scenario's stand-ins (and the journal database) for the block; `.env` is what its workers need."""
     with contextlib.ExitStack() as stack:
-        yield WORLDS[scenario].services(stack, work)
+        chosen = WORLDS[scenario].services(stack, work)
+        if journal == "postgresql":
+            from experiments.services.postgres import TempCluster
+
+            chosen.database = Database(stack.enter_context(TempCluster()))
+        yield chosen
 
 
 def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
