@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments import crash
 from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 from interlock.effects import effect_id_for
@@ -57,7 +58,8 @@ def _throughput(address: str, workers: int, run: str) -> float:
 def _victim(address: str, key: str, pause: str, ttl: float) -> None:
     os.environ.update({"INTERLOCK_PAUSE_AT": "before_send", "INTERLOCK_PAUSE_FILE": pause})
     journal, claims = open_journal(address, claim_ttl=ttl)
-    Gate(journal, FunctionTarget("bench", lambda eid, payload: {"id": eid}, tier=1), claims=claims).submit(
+    Gate(journal, FunctionTarget("bench", lambda eid, payload: {"id": eid}, tier=1), claims=claims,
+         hooks=crash.HOOK).submit(
         Effect(key, {"key": key}))
 
 

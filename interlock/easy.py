@@ -23,6 +23,7 @@ from typing import Any, Callable
 from .claims import FileClaims
 from .effects import Effect, Outcome
 from .gate import Gate, proposal
+from .hooks import NO_HOOKS, Hooks
 from .journal import Journal
 from .leases import CallableLease, Lease
 from .premises import NOT_SET, Premise
@@ -39,11 +40,13 @@ class _Action:
 class Interlock:
     """One journal and one claim directory shared by every action registered on it."""
 
-    def __init__(self, journal: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0):
+    def __init__(self, journal: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0,
+                 hooks: Hooks = NO_HOOKS):
         self.journal = Journal(journal)
         self.claims = FileClaims(f"{self.journal.path}.claims")
         self.agent = agent
         self.claim_wait = claim_wait
+        self.hooks = hooks
         self._actions: dict[str, _Action] = {}
 
     def effect(
@@ -85,7 +88,7 @@ class Interlock:
                 return Effect(key(*args), {"action": name, "args": list(args)}, premises, _lease(lease, args),
                               self.agent)
 
-            gate = Gate(self.journal, target, claims=self.claims, claim_wait=self.claim_wait)
+            gate = Gate(self.journal, target, claims=self.claims, claim_wait=self.claim_wait, hooks=self.hooks)
             self._actions[name] = _Action(gate, build)
 
             def gated(*args: Any) -> Outcome:

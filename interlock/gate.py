@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from . import killpoints, outcomes
+from . import hooks as points, outcomes
 from .canonical import digest
 from ._protocols import ClaimLike, ClaimsLike, JournalLike
 from .errors import ClaimLost, GuardFailed
+from .hooks import NO_HOOKS, Hooks
 from .claims import FileClaims
 from .effects import Effect, Outcome
 from .journal import EffectRecord, Journal
@@ -37,6 +38,7 @@ class Gate:
         *,
         claims: ClaimsLike | None = None,
         claim_wait: float = 10.0,
+        hooks: Hooks = NO_HOOKS,
     ):
         self.journal = Journal(journal) if isinstance(journal, (str, os.PathLike)) else journal
         self.target = target
@@ -46,6 +48,7 @@ class Gate:
             claims = FileClaims(f"{self.journal.path}.claims")
         self.claims = claims
         self.claim_wait = claim_wait
+        self.hooks = hooks
 
     def submit(self, effect: Effect) -> Outcome:
         """Send the effect at most once, only while its lease is live and its premises hold."""
@@ -66,13 +69,13 @@ class Gate:
         record = self.journal.effect(eid)
         if record is None:
             self._propose(effect, payload_hash)
-            killpoints.reach(killpoints.AFTER_PROPOSED)
+            self.hooks.reach(points.AFTER_PROPOSED)
         elif record.payload_hash != payload_hash:
             return Outcome(outcomes.refused("conflicting_payload"), eid)
         elif record.resolution is not None:
             return recorded_outcome(record)
         elif record.open_dispatch:
-            return recover_effect(self.journal, self.target, effect, claim)
+            return recover_effect(self.journal, self.target, effect, claim, self.hooks)
         return self._dispatch(effect, claim)
 
     def recover(self, effect: Effect) -> Outcome:
@@ -88,7 +91,7 @@ class Gate:
                 raise KeyError(f"effect {eid} is not in {self.journal.path}")
             if record.open_dispatch:
                 try:
-                    return recover_effect(self.journal, self.target, effect, claim)
+                    return recover_effect(self.journal, self.target, effect, claim, self.hooks)
                 except ClaimLost:
                     return Outcome(outcomes.IN_FLIGHT, eid)
             if record.resolution is not None:
@@ -128,20 +131,21 @@ class Gate:
             code = "lease" if not moved["lease_live"] else "stale_premise"
             return refuse(self.journal, eid, code, moved.get("violations") or "lease not live", resolves=False,
                           checks=moved)
-        killpoints.reach(killpoints.BEFORE_SEND)
+        self.hooks.reach(points.BEFORE_SEND)
         looked = recheck()  # the last look: only the read itself and the request now stand between check and send
         if not passed(looked):
             code = "lease" if not looked["lease_live"] else "stale_premise"
             return refuse(self.journal, eid, code, looked.get("violations") or "lease not live", resolves=True,
                           checks=looked, epoch=claim.epoch)
+        self.hooks.reach(points.BEFORE_REQUEST)
         try:
             result = self.target.apply(eid, effect.payload)
         except Rejected as no:
             code = "stale_premise" if no.precondition else "target_error"
             return refuse(self.journal, eid, code, no.detail, resolves=True, epoch=claim.epoch)
         except Exception:  # the answer was lost: whether it landed is for recovery to find out
-            return recover_effect(self.journal, self.target, effect, claim)
-        killpoints.reach(killpoints.AFTER_COMMIT)
+            return recover_effect(self.journal, self.target, effect, claim, self.hooks)
+        self.hooks.reach(points.AFTER_COMMIT)
         self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
         return Outcome(outcomes.COMMITTED, eid, result)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import killpoints, outcomes
+from . import hooks as points, outcomes
 from ._protocols import ClaimLike, JournalLike
+from .hooks import NO_HOOKS, Hooks
 from .effects import Effect, Outcome
 from .kinds import AMBIGUOUS, COMMITTED, PROPOSED, REDISPATCHED, REFUSED
 from .leases import check, passed
@@ -13,7 +14,8 @@ from .premises import violations
 from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target
 
 
-def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike) -> Outcome:
+def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike,
+                   hooks: Hooks = NO_HOOKS) -> Outcome:
     """Re-check lease and premises, look the effect up, and resend only where that cannot duplicate it.
 
     Tier 1 resends when the re-check passes (the service dedupes); otherwise, and always on tier 2, the
@@ -26,7 +28,7 @@ def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: 
     rechecked = _recheck(journal, effect)
     valid = passed(rechecked)
     if target.tier == TIER_DEDUPE and valid:
-        return _resend(journal, target, effect, claim, rechecked, "retry", outcomes.COMMITTED_BY_RETRY)
+        return _resend(journal, target, effect, claim, hooks, rechecked, "retry", outcomes.COMMITTED_BY_RETRY)
     if not valid:
         return _settle_unsent(journal, target, effect, claim, rechecked)
     if target.can_lookup:
@@ -36,7 +38,7 @@ def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: 
     if target.tier == TIER_BLIND:
         return _ambiguous(journal, effect.effect_id, "no dedupe and no lookup: whether the send landed is unknown",
                           rechecked, claim)
-    return _resend(journal, target, effect, claim, rechecked, "recovery-reapply", outcomes.REAPPLIED_AFTER_QUERY)
+    return _resend(journal, target, effect, claim, hooks, rechecked, "recovery-reapply", outcomes.REAPPLIED_AFTER_QUERY)
 
 
 def _recheck(journal: JournalLike, effect: Effect) -> dict[str, Any]:
@@ -72,11 +74,12 @@ def _settle_unsent(journal: JournalLike, target: Target, effect: Effect, claim: 
     return _refuse_at_recovery(journal, effect.effect_id, code, rechecked, claim)
 
 
-def _resend(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, rechecked: dict[str, Any],
+def _resend(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks,
+            rechecked: dict[str, Any],
             via: str, status: str) -> Outcome:
     eid = effect.effect_id
     journal.append(REDISPATCHED, eid, {"via": via, "rechecked": rechecked, "epoch": claim.epoch})
-    killpoints.reach(killpoints.RECOVERY_BEFORE_RESEND)
+    hooks.reach(points.RECOVERY_BEFORE_RESEND)
     looked = _recheck(journal, effect)  # the last look: only the read and the request stand between it and the send
     if not passed(looked):
         return _settle_unsent(journal, target, effect, claim, looked)
@@ -87,7 +90,7 @@ def _resend(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLi
         return _refuse_at_recovery(journal, eid, code, rechecked, claim, detail=no.detail)
     except Exception:  # lost again: leave the dispatch open for the next recovery
         return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
-    killpoints.reach(killpoints.RECOVERY_AFTER_RESEND)
+    hooks.reach(points.RECOVERY_AFTER_RESEND)
     journal.append(COMMITTED, eid, {"via": via, "result": result, "rechecked": rechecked, "epoch": claim.epoch})
     return Outcome(status, eid, result, rechecked)
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiments import crash
 from interlock.easy import Interlock
 
 SLOT = ("2026-10-13T10:00:00Z", "2026-10-13T10:30:00Z")
@@ -30,7 +31,7 @@ def save(path: Path, value: Any) -> None:
 
 def app_for(directory: Path) -> tuple[Interlock, Any, Any]:
     """The app and its two actions: `book(rid, start, end)` and `rollback(obj, to_version)`."""
-    app = Interlock(directory / "journal.jsonl", agent="scheduler")
+    app = Interlock(directory / "journal.jsonl", agent="scheduler", hooks=crash.HOOK)
     calendar, objects = directory / "calendar.json", directory / "objects.json"
     requests = directory / "requests.json"
 

@@ -2,7 +2,7 @@
 
 Run as a script: `python tests/pg_worker.py --journal URL --ledger FILE --keys a,b,c` submits each key's effect
 through the gate and prints one JSON line per effect. INTERLOCK_KILL_AT / INTERLOCK_PAUSE_AT stop it at a named
-point (interlock.killpoints). The ledger is the stand-in service and the ground truth: one line per apply,
+point (the experiments' crash hook, experiments.crash). The ledger is the stand-in service and the ground truth: one line per apply,
 never deduplicated, so a second send of an effect shows as a second line.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from experiments import crash
 from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle", type=int, help="submit the keys in an order shuffled by this seed")
     args = parser.parse_args(argv)
     journal, claims = open_journal(args.journal, claim_ttl=args.ttl)
-    gate = Gate(journal, FileLedger(args.ledger).target(), claims=claims, claim_wait=args.wait)
+    gate = Gate(journal, FileLedger(args.ledger).target(), claims=claims, claim_wait=args.wait, hooks=crash.HOOK)
     keys = args.keys.split(",")
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(keys)

@@ -16,7 +16,8 @@ from experiments.explore.processes import Finished
 from experiments.explore.runner import Observation, Ran
 from experiments.explore.schedules import ACTIONS, MAX_RECOVERERS, SCENARIOS, SYSTEMS
 from experiments.explore.worlds import Case, Truth
-from interlock import Journal, killpoints
+from interlock import Journal
+from experiments import crash
 
 ROOT = Path(__file__).parents[1]
 SHORT_RUN = 25  # schedules per scenario: about 50 in all
@@ -32,10 +33,10 @@ def test_a_seed_always_stands_for_the_same_schedule():
 def test_a_thousand_schedules_reach_every_fault(scenario):
     schedules = [schedule_for(scenario, seed) for seed in range(1000)]
     armed = {k for s in schedules for k in s.kills if k}
-    assert armed == set(killpoints.POINTS)
+    assert armed == set(crash.POINTS)
     assert any(sum(k is not None for k in s.kills) >= 2 for s in schedules)  # crashes inside recovery
     assert {s.action for s in schedules} == set(ACTIONS[scenario])
-    assert {s.action_pause[1] for s in schedules if s.action_pause} == set(killpoints.POINTS)
+    assert {s.action_pause[1] for s in schedules if s.action_pause} == set(crash.POINTS)
     assert any(s.action_before is not None for s in schedules)
     assert {s.cut for s in schedules} == {True, False}
     assert {s.recoverers for s in schedules} == set(range(1, MAX_RECOVERERS + 1))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from interlock import killpoints
+from experiments import crash
 
 JOURNALS = ("jsonl", "postgresql")
-POINTS = killpoints.POINTS
+POINTS = crash.POINTS
 ALL = ("gcp_resource", "calendar", "ledger")
 LEDGER = ("ledger",)
 # The claim TTL of the workers the explorer runs itself (the ledger's): short enough that a schedule can outlast it.

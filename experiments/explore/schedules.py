@@ -12,11 +12,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from experiments import crash
 from experiments.explore.hazards import HAZARDS, JOURNALS, POINTS, SHORT_TTL, Hazard, hazard_named
+
+# A held sender may also wait right before its request, after its last look (a point only the gate reaches in
+# the scenarios' own workers: a baseline held there is recorded as never reached).
+HELD_POINTS = (*POINTS, crash.BEFORE_REQUEST)
+FIRST_HELD = (crash.AFTER_PROPOSED, crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.AFTER_COMMIT)
 
 SCENARIOS = ("gcp_resource", "calendar")
 SYSTEMS = ("interlock", "hand_check", "no_check")
-FIRST_KILLS = (None, "after_proposed", "before_send", "after_commit")
+FIRST_KILLS = (None, crash.AFTER_PROPOSED, crash.BEFORE_SEND, crash.AFTER_COMMIT)
 # A restarted worker recovers (gate), or resends a redelivered job (baselines): any point may fire in it.
 RESTART_KILLS = (None, *POINTS)
 ACTIONS = {
@@ -26,7 +32,7 @@ ACTIONS = {
 }
 # The window between a system's last check and its send: an action paused there can only be stopped by the
 # service itself (a GCS generation precondition); Calendar inserts and lease revocations have none.
-CHECK_TO_SEND = frozenset({"before_send", "recovery_before_resend"})
+CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 RAISE_POINTS = ("before_request", "after_apply")
 IN_FLIGHT = {"kill": ", the sender SIGKILLed while its request waits there",
@@ -164,7 +170,7 @@ def _chain(base: Schedule, kills: tuple[str | None, ...], action_in_interrupt: b
 def _held(how: str, seconds: tuple[float, float]) -> Callable[[random.Random, Schedule], Schedule]:
     def shape(rng: random.Random, base: Schedule) -> Schedule:
         worker = rng.randrange(len(base.kills))
-        points = POINTS if worker else tuple(k for k in FIRST_KILLS if k)  # what a first sender can reach
+        points = HELD_POINTS if worker else FIRST_HELD  # what a first sender can reach
         interrupt = Interrupt(worker, rng.choice(points), how, round(rng.uniform(*seconds), 3))
         return replace(_chain(base, (*base.kills[:worker], None), action_in_interrupt=True), interrupt=interrupt)
     return shape
