@@ -62,7 +62,7 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line, validated; raises _Usage with one line."""
     parser = _Parser(prog="python -m experiments.explore", description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", choices=(*SCENARIOS, "ledger", "all"), default="all")
+    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
     parser.add_argument("--hazard", choices=tuple(HAZARDS), default="crash")
     parser.add_argument("--journal", choices=JOURNALS, default="jsonl")
     parser.add_argument("--schedules", type=int, default=50, help="schedules per scenario (default 50)")

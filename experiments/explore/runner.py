@@ -183,9 +183,13 @@ def run(world: Any, forker: Forker, schedule: Schedule, system: str, root: Path)
     """Play the schedule against the world with one system; the case directory is gone afterwards."""
     directory = root / f"{schedule.seed}-{system}"
     directory.mkdir(parents=True)
+    played = None
     try:
-        return Run(world, forker, schedule, system, directory).play()
+        played = Run(world, forker, schedule, system, directory)
+        return played.play()
     finally:
+        if played is not None:
+            world.finish(played.case)
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -17,8 +17,9 @@ SHAPE = ("first_kill", "crashes_in_a_row", "action", "action_timing", "network_c
 
 def in_window(schedule: dict[str, Any]) -> bool:
     """The action struck while a worker waited between its last check and its send."""
-    pause = schedule["action_pause"]
-    return schedule["action"] != "none" and pause is not None and pause[1] in CHECK_TO_SEND
+    pause, held = schedule["action_pause"], schedule["interrupt"]
+    point = held["point"] if held is not None else pause[1] if pause is not None else None
+    return schedule["action"] != "none" and point in CHECK_TO_SEND
 
 
 class Tally:

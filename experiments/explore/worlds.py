@@ -22,6 +22,8 @@ from typing import Any
 
 from interlock import effect_id_for
 
+from experiments.explore.hazards import SHORT_TTL
+from experiments.explore.ledger_worker import CLAIM_TTL_ENV
 from experiments.journals import JOURNAL_URL_ENV
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -81,6 +83,9 @@ class JournalChoice:
     def received(self, case: Case) -> bool:
         """Only a service with a delay can hold a request in flight."""
         raise ValueError(f"{self.scenario} has no service that holds a request in flight")
+
+    def finish(self, case: Case) -> None:
+        """Nothing of a run outlives it here: the stand-ins serve the whole exploration."""
 
 
 class GcpWorld(JournalChoice):
@@ -247,7 +252,86 @@ class CalendarWorld(JournalChoice):
         return Truth(writes, live)
 
 
-WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld}
+class LedgerWorld(JournalChoice):
+    """The ledger stand-in (tier 2: lookup by effect id, no dedupe); one ledger per run, so each run has its own
+    write delay; the agent posts one entry to the run's account."""
+
+    scenario = "ledger"
+    module = "experiments.explore.ledger_worker"
+    journal = "journal.jsonl"
+    log = "log.jsonl"
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.env = {CLAIM_TTL_ENV: str(SHORT_TTL)}
+        self.lock = threading.Lock()
+        self._open: dict[str, contextlib.ExitStack] = {}
+
+    @staticmethod
+    def services(stack: contextlib.ExitStack, work: Path) -> LedgerWorld:
+        """Nothing long-lived: each run starts its own ledger."""
+        work.mkdir(parents=True, exist_ok=True)
+        chosen = LedgerWorld(work)
+        stack.callback(chosen.close)
+        return chosen
+
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
+        """A fresh ledger with the schedule's delay, an account at version 0, a live lease, the decided entry."""
+        from experiments.services.ledger import ledger_service
+
+        run = f"{schedule.seed}-{system}"
+        stack = contextlib.ExitStack()
+        ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0))
+        self._open[run] = stack
+        key = f"ledger:explore:{run}"
+        effect_id = effect_id_for(key)
+        resource = f"account-{run}"
+        _write(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
+                                         "key": key, "effect_id": effect_id, "decided_version": 0})
+        _write(directory / "lease.json", {"status": "live"})
+        return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
+
+    def argv(self, case: Case, phase: str) -> list[str]:
+        """The worker's command line."""
+        return [case.system, phase, str(case.directory)]
+
+    def act(self, case: Case, action: str) -> None:
+        """Someone else writes the account (its version moves), or the authorization is revoked."""
+        if action == "balance_moved":
+            case.ids["ledger"].human_write(case.ids["resource"], "human")
+        else:
+            _write(case.directory / "lease.json", {"status": "revoked"})
+
+    def raise_env(self, point: str) -> dict[str, str]:
+        """Plant a bug in the first sender's send function."""
+        from experiments.explore.ledger_worker import RAISES_ENV
+
+        return {RAISES_ENV: point}
+
+    def received(self, case: Case) -> bool:
+        """The ledger holds (or has applied) an agent write of this effect."""
+        return any(e["event"] == "put" and e["id"] == case.effect_id for e in case.ids["ledger"].log())
+
+    def truth(self, case: Case) -> Truth:
+        """Every applied write of the effect, from the ledger's own log; each one is a posting on the account."""
+        ledger = case.ids["ledger"]
+        writes = [(str(e["version"]), float(e["at"])) for e in ledger.log()
+                  if e["event"] == "applied" and e["id"] == case.effect_id]
+        return Truth(writes, ledger.applies(case.effect_id))
+
+    def finish(self, case: Case) -> None:
+        """Stop the run's ledger once nothing can reach it any more."""
+        stack = self._open.pop(case.ids["run"], None)
+        if stack is not None:
+            stack.close()
+
+    def close(self) -> None:
+        """Stop every ledger still open."""
+        for run in list(self._open):
+            self._open.pop(run).close()
+
+
+WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld, "ledger": LedgerWorld}
 
 
 class Database:
