@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from experiments.explore.checks import check
 from experiments.explore.hazards import HAZARDS, JOURNALS, hazard_named, result_name
@@ -24,7 +24,7 @@ from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_h
 from experiments.explore.processes import Forker
 from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
-from experiments.explore.tally import Tally
+from experiments.explore.tally import Tally, in_window
 from experiments.harness import terminate_as_interrupt, write_result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ class _Usage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise _Usage(message)
 
 
@@ -114,7 +114,7 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
             found = check(row)
             with lock:
                 done[0] += 1
-                if found and system == "interlock" and not _windowed(row):
+                if found and system == "interlock" and not in_window(row):
                     print(f"explore: {scenario} {args.hazard} {system} violated "
                           f"{', '.join(dict.fromkeys(v.kind for v in found))}: {schedule.replay}", file=sys.stderr)
                 if done[0] % 50 == 0 or done[0] == total:
@@ -177,12 +177,6 @@ def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[
         "window": WINDOW,
         **tally.summary(),
     }
-
-
-def _windowed(row: dict[str, Any]) -> bool:
-    from experiments.explore.tally import in_window
-
-    return in_window(row["schedule"])
 
 
 def replay(args: argparse.Namespace, forker: Forker) -> int:

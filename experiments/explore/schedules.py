@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from experiments import crash
+from experiments.services.ledger import MAX_DELAY_SECONDS
 from experiments.explore.hazards import HAZARDS, JOURNALS, POINTS, SHORT_TTL, Hazard, hazard_named
 
 # A held sender may also wait right before its request, after its last look (a point only the gate reaches in
@@ -79,11 +80,6 @@ class Schedule:
     delay: float | None = None
     in_flight: str | None = None  # "kill" the sender, or "recover" beside it, while its request waits
     raises: str | None = None
-
-    @property
-    def in_check_to_send_window(self) -> bool:
-        """The action strikes while a worker waits between its last check and its send."""
-        return self.action != "none" and self.action_pause is not None and self.action_pause[1] in CHECK_TO_SEND
 
     @property
     def replay(self) -> str:
@@ -189,7 +185,7 @@ def _slow(low: float, high: float, in_flight: tuple[str | None, ...]) -> Callabl
 
 SHAPES: dict[str, Callable[[random.Random, Schedule], Schedule]] = {
     "concurrent_recovery": lambda rng, base: replace(base, recoverers=rng.randint(2, MAX_RECOVERERS)),
-    "slow_service": _slow(0.0, 2.0, ("kill", "kill", "kill", None)),
+    "slow_service": _slow(0.0, MAX_DELAY_SECONDS, ("kill", "kill", "kill", None)),
     "sigstop": lambda rng, base: _held("sigstop", (0.2 * SHORT_TTL, 2.5 * SHORT_TTL) if base.scenario == "ledger"
                                        else (0.05, 1.0))(rng, base),
     "journal_cut": lambda rng, base: replace(base, journal_cut=round(rng.random(), 4)),
@@ -197,7 +193,7 @@ SHAPES: dict[str, Callable[[random.Random, Schedule], Schedule]] = {
     "session_terminated": _held("terminate_session", (0.1, 1.0)),
     "server_restart": _held("restart_server", (0.1, 1.0)),
     "paused_past_ttl": _held("sigstop", (SHORT_TTL + 0.2, SHORT_TTL + 1.0)),
-    "slow_send_past_ttl": _slow(1.5 * SHORT_TTL, 2.5 * SHORT_TTL, ("recover",)),
+    "slow_send_past_ttl": _slow(1.25 * SHORT_TTL, MAX_DELAY_SECONDS, ("recover",)),
 }
 
 

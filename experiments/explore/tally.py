@@ -15,10 +15,14 @@ FIRST_SHOWN = 5
 SHAPE = ("first_kill", "crashes_in_a_row", "action", "action_timing", "network_cut", "recoverers")
 
 
-def in_window(schedule: dict[str, Any]) -> bool:
-    """The action struck while a worker waited between its last check and its send."""
-    pause, held = schedule["action_pause"], schedule["interrupt"]
-    point = held["point"] if held is not None else pause[1] if pause is not None else None
+def in_window(row: dict[str, Any]) -> bool:
+    """The action struck while a worker waited between its last check and its send (held there, or paused)."""
+    schedule, held = row["schedule"], row["interrupt"]
+    pause = schedule["action_pause"]
+    if held is not None:
+        point = held["point"] if held["reached"] else None
+    else:
+        point = pause[1] if pause is not None else None
     return schedule["action"] != "none" and point in CHECK_TO_SEND
 
 
@@ -26,7 +30,7 @@ class Tally:
     """Counts per system and violation kind, and the shape of the schedules, from history rows."""
 
     def __init__(self, systems: Iterable[str]):
-        self.systems = {s: {"schedules": 0, "held": 0, "violated": 0, "violated_in_window": 0,
+        self.systems: dict[str, dict[str, Any]] = {s: {"schedules": 0, "held": 0, "violated": 0, "violated_in_window": 0,
                             "violations": {k: {"count": 0, "in_window": 0, "first": []} for k in VIOLATIONS}}
                         for s in systems}
         self.dimensions: dict[str, Counter[str]] = {k: Counter() for k in SHAPE}
@@ -37,7 +41,7 @@ class Tally:
         """Count one row; returns what it broke."""
         found = check(row)
         schedule = row["schedule"]
-        window = in_window(schedule)
+        window = in_window(row)
         counts = self.systems.setdefault(row["system"], {
             "schedules": 0, "held": 0, "violated": 0, "violated_in_window": 0,
             "violations": {k: {"count": 0, "in_window": 0, "first": []} for k in VIOLATIONS}})
@@ -56,17 +60,17 @@ class Tally:
                                       "detail": "; ".join(v.detail for v in found if v.kind == kind)})
         self._hazard(row)
         if row["system"] == self._first_system:  # each schedule's shape once
-            self._shape(schedule)
+            self._shape(row)
         return found
 
-    def _shape(self, schedule: dict[str, Any]) -> None:
-        d = self.dimensions
+    def _shape(self, row: dict[str, Any]) -> None:
+        d, schedule = self.dimensions, row["schedule"]
         d["first_kill"][schedule["kills"][0] or "none"] += 1
         d["crashes_in_a_row"][str(sum(k is not None for k in schedule["kills"]))] += 1
         d["action"][schedule["action"]] += 1
         if schedule["action"] != "none":
             timing = ("during the hazard" if schedule["interrupt"] is not None else
-                      "inside the check-to-send window" if in_window(schedule) else
+                      "inside the check-to-send window" if in_window(row) else
                       "at a pause point" if schedule["action_pause"] else "between processes")
             d["action_timing"][timing] += 1
         d["network_cut"][str(schedule["cut"]).lower()] += 1

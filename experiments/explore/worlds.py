@@ -24,6 +24,7 @@ from interlock import effect_id_for
 
 from experiments.explore.hazards import SHORT_TTL
 from experiments.explore.ledger_worker import CLAIM_TTL_ENV
+from experiments.harness import write_result
 from experiments.journals import JOURNAL_URL_ENV
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -57,6 +58,7 @@ class JournalChoice:
     """Where a world's gated workers keep their journal: each run's own JSONL file, or the exploration's
     PostgreSQL database, each run's sessions named for it so a hazard can end exactly those."""
 
+    scenario: str
     database: Database | None = None
 
     def worker_env(self, case: Case) -> dict[str, str]:
@@ -128,8 +130,8 @@ class GcpWorld(JournalChoice):
         self._upload(name, "v42", gcp.HUMAN_DEPLOY, if_generation_match=0)
         case = {"bucket": self.bucket, "object": name, "incident_id": gcp.INCIDENT_ID,
                 "incident": gcp.incident_text(self.bucket, name)}
-        _write(directory / gcp.CASE_FILE, case)
-        _write(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
+        write_result(directory / gcp.CASE_FILE, case)
+        write_result(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
 
         def get_config() -> dict[str, Any]:
             blob = self.client.bucket(self.bucket).get_blob(name)
@@ -156,7 +158,7 @@ class GcpWorld(JournalChoice):
         if action == "human_write":
             self._upload(case.ids["object"], "v43", gcp.HUMAN_REDEPLOY)
         else:
-            _write(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
+            write_result(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
 
     def truth(self, case: Case) -> Truth:
         """Agent writes from the proxy's write log (answered 200, or committed and cut); live ones from the listing."""
@@ -211,7 +213,7 @@ class CalendarWorld(JournalChoice):
         start = self.base + timedelta(hours=next(self.slots))
         slot_start, slot_end = _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
         request_id = f"explore{seed}{system.replace('_', '')}"
-        _write(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
+        write_result(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
                                          "slot_start": slot_start, "slot_end": slot_end, "system": system})
         write_request(directory / "request.json", new_request(request_id, slot_start))
         effect_id = effect_id_for(f"booking:{request_id}")
@@ -286,9 +288,9 @@ class LedgerWorld(JournalChoice):
         key = f"ledger:explore:{run}"
         effect_id = effect_id_for(key)
         resource = f"account-{run}"
-        _write(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
+        write_result(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
                                          "key": key, "effect_id": effect_id, "decided_version": 0})
-        _write(directory / "lease.json", {"status": "live"})
+        write_result(directory / "lease.json", {"status": "live"})
         return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
 
     def argv(self, case: Case, phase: str) -> list[str]:
@@ -300,7 +302,7 @@ class LedgerWorld(JournalChoice):
         if action == "balance_moved":
             case.ids["ledger"].human_write(case.ids["resource"], "human")
         else:
-            _write(case.directory / "lease.json", {"status": "revoked"})
+            write_result(case.directory / "lease.json", {"status": "revoked"})
 
     def raise_env(self, point: str) -> dict[str, str]:
         """Plant a bug in the first sender's send function."""
@@ -331,7 +333,7 @@ class LedgerWorld(JournalChoice):
             self._open.pop(run).close()
 
 
-WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld, "ledger": LedgerWorld}
+WORLDS: dict[str, Any] = {"gcp_resource": GcpWorld, "calendar": CalendarWorld, "ledger": LedgerWorld}
 
 
 class Database:
@@ -388,12 +390,6 @@ def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
                 os.environ[name] = value
 
     stack.callback(restore)
-
-
-def _write(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
 
 
 def _jsonl(path: Path, offset: int) -> Iterator[dict[str, Any]]:
