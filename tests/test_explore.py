@@ -22,7 +22,7 @@ from interlock import Journal
 
 ROOT = Path(__file__).parents[1]
 SHORT_RUN = 25  # crash schedules per scenario
-HAZARD_RUN = 6  # schedules of each hazard tried here
+HAZARD_RUN = 4  # schedules of each hazard tried here
 
 
 def test_a_seed_always_stands_for_the_same_schedule():

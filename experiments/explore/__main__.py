@@ -14,18 +14,19 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments.explore.checks import check
-from experiments.explore.hazards import HAZARDS, JOURNALS, hazard_named, result_name
+from experiments.explore.hazards import HAZARDS, JOURNALS, SHORT_TTL, hazard_named, result_name
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
 from experiments.explore.processes import Forker
 from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
 from experiments.explore.tally import Tally, in_window
-from experiments.harness import terminate_as_interrupt, write_result
+from experiments.harness import provenance, terminate_as_interrupt, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "results" / "reliability"
@@ -59,72 +60,105 @@ class _Parser(argparse.ArgumentParser):
         raise _Usage(message)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """One exploration to run: a hazard on one scenario and journal, for some systems, over some seeds."""
+
+    scenario: str
+    hazard: str
+    journal: str
+    systems: tuple[str, ...]
+    schedules: int
+    jobs: int
+
+    @property
+    def name(self) -> str:
+        """Its result file's name."""
+        return result_name(self.scenario, self.hazard, self.journal)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line, validated; raises _Usage with one line."""
     parser = _Parser(prog="python -m experiments.explore", description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
-    parser.add_argument("--hazard", choices=tuple(HAZARDS), default="crash")
-    parser.add_argument("--journal", choices=JOURNALS, default="jsonl")
+    parser.add_argument("--hazard", choices=(*HAZARDS, "all"), default="crash",
+                        help="one hazard, or all of them on every scenario and journal each runs on")
+    parser.add_argument("--journal", choices=JOURNALS, default=None,
+                        help="default: jsonl, or both with --hazard all")
     parser.add_argument("--schedules", type=int, default=50, help="schedules per scenario (default 50)")
+    parser.add_argument("--pg-schedules", type=int, default=None,
+                        help="schedules per scenario on the postgresql journal (default: --schedules)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first schedule (default 0)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated (default: all three)")
+    parser.add_argument("--systems", default=None,
+                        help="comma-separated (default: all three on jsonl; interlock on postgresql, since the "
+                             "baselines keep no journal there for a database hazard to strike)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--replay", type=int, metavar="SEED", help="run the schedule of this seed and show it")
     parser.add_argument("--check", type=Path, metavar="HISTORY", help="count a stored history again and print it")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the result files and history/")
     args = parser.parse_args(argv)
-    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = [s for s in args.systems if s not in SYSTEMS]
-    if unknown or not args.systems:
-        raise _Usage(f"--systems: unknown system {', '.join(unknown) or '(none given)'}; known: {', '.join(SYSTEMS)}")
-    if args.schedules < 1 or args.jobs < 1:
-        raise _Usage("--schedules and --jobs must be at least 1")
-    hazard = hazard_named(args.hazard)
-    if args.journal not in hazard.journals:
-        raise _Usage(f"--hazard {args.hazard} runs on the {' or '.join(hazard.journals)} journal, not {args.journal}")
-    args.scenarios = [s for s in hazard.scenarios if s in SCENARIOS or s == args.scenario] \
-        if args.scenario == "all" else [args.scenario]
-    if not args.scenarios or args.scenarios[0] not in hazard.scenarios:
-        raise _Usage(f"--hazard {args.hazard} runs on {', '.join(hazard.scenarios)}, not "
-                     f"{args.scenario if args.scenario != 'all' else ', '.join(SCENARIOS)}")
-    if args.replay is not None and args.scenario == "all":
-        raise _Usage("--replay needs --scenario")
-    if args.hazard in ALONE:
-        args.jobs = 1
+    chosen = None
+    if args.systems is not None:
+        chosen = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+        unknown = [s for s in chosen if s not in SYSTEMS]
+        if unknown or not chosen:
+            raise _Usage(f"--systems: unknown system {', '.join(unknown) or '(none given)'}; known: "
+                         f"{', '.join(SYSTEMS)}")
+    pg_schedules = args.schedules if args.pg_schedules is None else args.pg_schedules
+    if args.schedules < 1 or pg_schedules < 1 or args.jobs < 1:
+        raise _Usage("--schedules, --pg-schedules and --jobs must be at least 1")
+    if args.replay is not None and (args.scenario == "all" or args.hazard == "all"):
+        raise _Usage("--replay needs --scenario and one --hazard")
+    args.plans = []
+    for hazard in HAZARDS.values() if args.hazard == "all" else (hazard_named(args.hazard),):
+        journals = hazard.journals if args.journal is None and args.hazard == "all" else (args.journal or "jsonl",)
+        if args.hazard != "all" and journals[0] not in hazard.journals:
+            raise _Usage(f"--hazard {hazard.name} runs on the {' or '.join(hazard.journals)} journal, not "
+                         f"{journals[0]}")
+        scenarios = hazard.scenarios if args.scenario == "all" else (args.scenario,)
+        if args.hazard != "all" and scenarios[0] not in hazard.scenarios:
+            raise _Usage(f"--hazard {hazard.name} runs on {', '.join(hazard.scenarios)}, not {args.scenario}")
+        for journal in journals:
+            systems = chosen or (SYSTEMS if journal == "jsonl" else ("interlock",))
+            count = args.schedules if journal == "jsonl" else pg_schedules
+            args.plans += [Plan(s, hazard.name, journal, systems, count, 1 if hazard.name in ALONE else args.jobs)
+                           for s in scenarios if s in hazard.scenarios and journal in hazard.journals]
+    if not args.plans:
+        raise _Usage(f"--hazard {args.hazard} does not run on {args.scenario} with the {args.journal} journal")
     return args
 
 
-def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str, Any]:
+def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, Any]:
     """Run every schedule for every chosen system into a history, then count the history; return the summary."""
     from experiments.explore.worlds import world
 
-    name = result_name(scenario, args.hazard, args.journal)
-    history_path = args.out / "history" / name.replace(".json", ".jsonl.gz")
+    scenario = plan.scenario
+    history_path = args.out / "history" / plan.name.replace(".json", ".jsonl.gz")
     began = time.monotonic()
     done = [0]
     lock = threading.Lock()
-    total = args.schedules * len(args.systems)
+    total = plan.schedules * len(plan.systems)
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
-            world(scenario, Path(tmp) / "services", args.journal) as chosen, HistoryWriter(history_path) as history:
+            world(scenario, Path(tmp) / "services", plan.journal) as chosen, HistoryWriter(history_path) as history:
 
         def one(seed: int, system: str) -> None:
-            schedule = schedule_for(scenario, seed, args.hazard, args.journal)
+            schedule = schedule_for(scenario, seed, plan.hazard, plan.journal)
             row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
             history.add(row)
             found = check(row)
             with lock:
                 done[0] += 1
                 if found and system == "interlock" and not in_window(row):
-                    print(f"explore: {scenario} {args.hazard} {system} violated "
+                    print(f"explore: {scenario} {plan.hazard} {system} violated "
                           f"{', '.join(dict.fromkeys(v.kind for v in found))}: {schedule.replay}", file=sys.stderr)
                 if done[0] % 50 == 0 or done[0] == total:
-                    print(f"explore: {scenario} {args.hazard} {done[0]}/{total} runs "
+                    print(f"explore: {plan.name} {done[0]}/{total} runs "
                           f"({time.monotonic() - began:.0f}s)", file=sys.stderr)
 
-        pool = ThreadPoolExecutor(args.jobs)
+        pool = ThreadPoolExecutor(plan.jobs)
         try:
-            futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + args.schedules)
-                       for system in args.systems]
+            futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + plan.schedules)
+                       for system in plan.systems]
             for future in futures:
                 future.result()
         except BaseException:  # interrupted: drop the queued runs and kill the running workers
@@ -136,13 +170,25 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
         history.complete()
     seconds = time.monotonic() - began
     return summarize(history_path, args.out, {
-        "command": (f"python -m experiments.explore --scenario {scenario} --hazard {args.hazard} --journal "
-                    f"{args.journal} --schedules {args.schedules} --seed {args.seed}"),
-        "seeds": {"first": args.seed, "count": args.schedules},
+        "command": (f"python -m experiments.explore --scenario {scenario} --hazard {plan.hazard} --journal "
+                    f"{plan.journal} --systems {','.join(plan.systems)} --schedules {plan.schedules} "
+                    f"--seed {args.seed}"),
+        "provenance": provenance("python -m experiments.explore",
+                                 {"service": SERVICES[scenario], "journal": JOURNAL_BACKENDS[plan.journal]},
+                                 "offline-scripted (no model)", _claims(scenario)),
+        "seeds": {"first": args.seed, "count": plan.schedules},
         "seconds": round(seconds, 1),
-        "seconds_per_run": round(seconds * args.jobs / total, 3),
-        "jobs": args.jobs,
+        "seconds_per_run": round(seconds * plan.jobs / total, 3),
+        "jobs": plan.jobs,
     })
+
+
+def _claims(scenario: str) -> dict[str, Any]:
+    """The claim settings of the scenario's gated workers."""
+    from experiments.journals import CLAIM_TTL_SECONDS
+
+    return {"claim_ttl_seconds": SHORT_TTL if scenario == "ledger" else CLAIM_TTL_SECONDS,
+            "where": "the explorer's ledger worker" if scenario == "ledger" else "the scenario's own gated worker"}
 
 
 def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[str, Any]:
@@ -183,12 +229,13 @@ def replay(args: argparse.Namespace, forker: Forker) -> int:
     """Run one schedule for each chosen system and print every worker's end and every violation."""
     from experiments.explore.worlds import world
 
-    schedule = schedule_for(args.scenario, args.replay, args.hazard, args.journal)
+    plan = args.plans[0]
+    schedule = schedule_for(plan.scenario, args.replay, plan.hazard, plan.journal)
     print(f"{schedule.replay}\n  {schedule.describe()}")
     violated = False
     with tempfile.TemporaryDirectory(prefix="interlock-replay-") as tmp, \
-            world(args.scenario, Path(tmp) / "services", args.journal) as chosen:
-        for system in args.systems:
+            world(plan.scenario, Path(tmp) / "services", plan.journal) as chosen:
+        for system in plan.systems:
             row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
             found = check(row)
             violated |= bool(found)
@@ -235,13 +282,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.replay is not None:
                 return replay(args, forker)
             failed = False
-            for scenario in args.scenarios:
-                result = explore(scenario, args, forker)
-                path = args.out / result_name(scenario, args.hazard, args.journal)
+            for plan in args.plans:
+                result = explore(plan, args, forker)
+                path = args.out / plan.name
                 write_result(path, result)
                 gate = result["systems"].get("interlock")
                 failed |= bool(gate and gate["violated"])
-                print(f"explore: wrote {path} ({args.schedules} schedules x {len(args.systems)} systems in "
+                print(f"explore: wrote {path} ({plan.schedules} schedules x {len(plan.systems)} systems in "
                       f"{result['seconds']:.0f}s)", file=sys.stderr)
             return 1 if failed else 0
     except KeyboardInterrupt:

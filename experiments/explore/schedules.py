@@ -20,6 +20,7 @@ from experiments.explore.hazards import HAZARDS, JOURNALS, POINTS, SHORT_TTL, Ha
 # the scenarios' own workers: a baseline held there is recorded as never reached).
 HELD_POINTS = (*POINTS, crash.BEFORE_REQUEST)
 FIRST_HELD = (crash.AFTER_PROPOSED, crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.AFTER_COMMIT)
+LATER_HELD = tuple(p for p in HELD_POINTS if p != crash.AFTER_PROPOSED)  # a restarted worker proposes nothing
 
 SCENARIOS = ("gcp_resource", "calendar", "ledger")
 SYSTEMS = ("interlock", "hand_check", "no_check")
@@ -167,11 +168,14 @@ def _chain(base: Schedule, kills: tuple[str | None, ...], action_in_interrupt: b
 
 
 def _held(how: str, seconds: tuple[float, float]) -> Callable[[random.Random, Schedule], Schedule]:
+    """A sender held at a point: the first one (at a point any first sender reaches), or a later one after
+    workers killed with the effect still open (so it dispatches again or recovers)."""
     def shape(rng: random.Random, base: Schedule) -> Schedule:
-        worker = rng.randrange(len(base.kills))
-        points = HELD_POINTS if worker else FIRST_HELD  # what a first sender can reach
-        interrupt = Interrupt(worker, rng.choice(points), how, round(rng.uniform(*seconds), 3))
-        return replace(_chain(base, (*base.kills[:worker], None), action_in_interrupt=True), interrupt=interrupt)
+        worker = 0 if rng.random() < 0.5 else rng.randint(1, 2)
+        kills = tuple(rng.choice(FIRST_KILLS[1:]) for _ in range(worker))
+        interrupt = Interrupt(worker, rng.choice(LATER_HELD if worker else FIRST_HELD), how,
+                              round(rng.uniform(*seconds), 3))
+        return replace(_chain(base, (*kills, None), action_in_interrupt=True), interrupt=interrupt)
     return shape
 
 
