@@ -161,7 +161,7 @@ def _entry_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(e, dict) for e in value)
 
 
-class _Lost(Exception):
+class _Lost(ConnectionError):
     """The answer of a send never arrived."""
 
 
@@ -188,7 +188,8 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
         return {"stored": store[effect_id]} if effect_id in store else None
 
     def gate(tier: int) -> Gate:
-        target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find)
+        target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find,
+                                in_flight=0.0)  # an in-process store: nothing is left in flight
         return Gate(journal, target, claim_wait=1.0)
 
     live = CallableLease(lambda: True, lambda: {"incident": "INC-1", "status": "open"})

@@ -86,7 +86,8 @@ def build_target(directory: Path, tier: str) -> FunctionTarget:
                 return {"call": number}
         return None
 
-    return FunctionTarget(f"ledger-tier{tier}", send, tier=level, find=find if can_lookup else None)
+    # The send appends to the ledger before it returns, so nothing is in flight once the sender is gone.
+    return FunctionTarget(f"ledger-tier{tier}", send, tier=level, find=find if can_lookup else None, in_flight=0.0)
 
 
 def build_effect(directory: Path, payload: dict[str, Any] | None = None) -> Effect:
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     outcome = gate.recover(effect) if args.mode == "recover" else gate.submit(effect)
     print(json.dumps({"status": outcome.status, "effect_id": outcome.effect_id, "evidence": outcome.evidence,
-                      "rechecked": outcome.rechecked, "seconds": time.monotonic() - started}), flush=True)
+                      "rechecked": outcome.rechecked and outcome.rechecked.journaled(), "seconds": time.monotonic() - started}), flush=True)
     return 0
 
 

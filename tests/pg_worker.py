@@ -60,7 +60,7 @@ class FileLedger:
 
     def target(self) -> FunctionTarget:
         """The ledger as a tier-2 target: no dedupe, lookup by effect id."""
-        return FunctionTarget("ledger", self.apply, tier=2, find=self.lookup)
+        return FunctionTarget("ledger", self.apply, tier=2, find=self.lookup, in_flight=0.0)  # applied before it returns
 
 
 def effect_for(key: str) -> Effect:

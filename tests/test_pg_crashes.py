@@ -109,7 +109,7 @@ def test_a_paused_sender_woken_after_a_takeover_never_sends(pg_url, tmp_path):
 def test_a_database_restart_mid_dispatch_is_settled_by_recovery(pg_cluster, pg_url, tmp_path):
     ledger, pause = tmp_path / "ledger.jsonl", tmp_path / "pause"
     eid = effect_id_for("k")
-    sender = _start(pg_url, ledger, ["k"], _paused_at("before_send", pause))
+    sender = _start(pg_url, ledger, ["k"], _paused_at("before_request", pause))  # after the claim confirm
     _wait_for(pause, sender)
     pg_cluster.restart()
     pause.unlink()

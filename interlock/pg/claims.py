@@ -35,6 +35,10 @@ class PgClaim:
     lock_key: int
     _claims: PgClaims | None
 
+    def confirm(self) -> bool:
+        """Whether this epoch still owns the effect and its lease has not run out: one round trip."""
+        return self._claims is not None and self._claims._confirm(self)
+
     def release(self) -> None:
         """Give the effect back; a claim already taken over is left to its new owner."""
         if self._claims is not None:
@@ -116,6 +120,11 @@ class PgClaims:
             return True
         cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
         return False
+
+    def _confirm(self, claim: PgClaim) -> bool:
+        row = self._session().execute("SELECT epoch = %s AND expires > now() FROM interlock_claims"
+                                      " WHERE effect_id = %s", (claim.epoch, claim.effect_id)).fetchone()
+        return bool(row and row[0])
 
     def _release(self, claim: PgClaim) -> None:
         self.journal.unfence(claim.effect_id, claim.epoch)
