@@ -16,7 +16,8 @@ VIOLATIONS = {
     "after_lease_ended": "the agent's write landed after its authority (incident, request) ended",
     "unresolved_dispatch": "a send is still unresolved in the system's own record after recovery returned",
     "receipt_invalid": "the gate's receipt for the effect does not verify",
-    "receipt_disagrees": "the receipt's `happened` differs from the service",
+    "receipt_disagrees": "the receipt says the effect happened, or did not, and the service says otherwise",
+    "receipt_cannot_say": "the receipt cannot say whether the effect happened (the service can)",
     "damage_accepted": "the gate opened a journal cut before its last line instead of refusing it",
     "answer_wrong": "a worker reported landed when it did not, or not landed when it did",
     "answer_cannot_say": "a recoverer ended without a definite answer (AMBIGUOUS, IN_FLIGHT, or no status)",
@@ -115,7 +116,10 @@ def _record(row: dict[str, Any], at_service: bool) -> list[Violation]:
     receipt = verify({"effect_id": row["effect_id"], "entries": entries})
     if not receipt["valid"] and (cut is None or cut["inside_last_line"] or cut["kept"] == cut["size"]):
         found.append(Violation("receipt_invalid", "; ".join(receipt["problems"])[:300]))
-    if receipt["happened"] != at_service:
+    if not isinstance(receipt["happened"], bool):
+        found.append(Violation("receipt_cannot_say", f"receipt happened={receipt['happened']!r}, service "
+                                                     f"{'holds' if at_service else 'does not hold'} it"))
+    elif receipt["happened"] != at_service:
         found.append(Violation("receipt_disagrees", f"receipt happened={receipt['happened']!r}, service "
                                                     f"{'holds' if at_service else 'does not hold'} it"))
     return found

@@ -70,12 +70,14 @@ class Ledger:
         return _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["writer"]
 
     def put(self, effect_id: str, epoch: int | None = None) -> dict[str, Any]:
-        """Post the entry; the service's record of it. A refusal raises LookupError with the service's words."""
+        """Post the entry; the service's record of it. A fence's refusal is the service's definite no."""
+        from interlock import Rejected
+
         headers = {"X-Epoch": str(epoch)} if epoch is not None else {}
         status, answer = _call("PUT", f"{self.endpoint}/effects/{effect_id}",
                                {"resource": self.resource, "amount": self.amount, "agent": AGENT}, headers)
         if status != 200:
-            raise LookupError(f"ledger answered {status}: {answer.get('error')}")
+            raise Rejected(f"ledger answered {status}: {answer.get('error')}", precondition=status == 412)
         return answer
 
     def find(self, effect_id: str) -> dict[str, Any] | None:
@@ -95,28 +97,38 @@ def _planted(point: str) -> bool:
 
 def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> str:
     """The gate: the account's version as premise, lease.json as lease, a tier-2 target with an in-flight bound."""
-    from interlock import CallableLease, Effect, FunctionTarget, Gate, Premise, open_journal
+    from interlock import CallableLease, Effect, FileClaims, FunctionTarget, Gate, Journal, Premise, open_journal
+    from interlock.claims import DEFAULT_TTL
     from interlock.targets import TIER_LOOKUP
 
-    def send(effect_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def send(effect_id: str, payload: dict[str, Any], epoch: int | None = None) -> dict[str, Any]:
         if _planted("before_request"):
             raise _SendBug("account")
-        record = ledger.put(effect_id)
+        record = ledger.put(effect_id, epoch)
         if _planted("after_apply"):
             raise _SendBug("receipt")
         return record
 
-    target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=lambda effect_id, payload: ledger.find(effect_id))
-    if hasattr(target, "in_flight"):
-        target.in_flight = IN_FLIGHT_SECONDS
+    def find(effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        return ledger.find(effect_id)
+
+    if case["fence"] == "epoch":  # a write from a superseded claim is refused by the ledger itself
+        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, fenced=True, takes_epoch=True)
+    else:
+        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, in_flight=IN_FLIGHT_SECONDS)
     premise = Premise("account_version", ledger.version, decided=case["decided_version"],
                       own_write=lambda now, was, effect_id: now == was + 1 and ledger.writer() == effect_id)
     lease = CallableLease(lambda: lease_live(case_dir), lambda: json.loads((case_dir / LEASE_FILE).read_text()))
     effect = Effect(case["key"], {"resource": case["resource"], "amount": case["amount"]}, [premise], lease, AGENT)
-    journal, claims = open_journal(os.environ.get(JOURNAL_URL_ENV) or case_dir / JOURNAL_FILE,
-                                   claim_ttl=float(os.environ.get(CLAIM_TTL_ENV, "30")))
+    ttl = float(os.environ.get(CLAIM_TTL_ENV, str(DEFAULT_TTL)))
+    url = os.environ.get(JOURNAL_URL_ENV)
+    if url:
+        journal, claims = open_journal(url, claim_ttl=ttl)
+    else:
+        journal = Journal(case_dir / JOURNAL_FILE)
+        claims = FileClaims(f"{journal.path}.claims", ttl=ttl)
     outcome = Gate(journal, target, claims=claims, claim_wait=CLAIM_WAIT_SECONDS, hooks=crash.HOOK).submit(effect)
-    if os.environ.get(JOURNAL_URL_ENV):  # the checker reads the effect's entries from the case's journal file
+    if url:  # the checker reads the effect's entries from the case's journal file
         from experiments.journals import case_bundle
 
         case_bundle(journal, effect.effect_id, case_dir / JOURNAL_FILE)

@@ -38,6 +38,7 @@ ACTIONS = {
 CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 RAISE_POINTS = ("before_request", "after_apply")
+LEDGER_FENCES = ("none", "epoch")
 IN_FLIGHT = {"kill": ", the sender SIGKILLed while its request waits there",
              "recover": ", the recoverers started while the first request waits there"}
 
@@ -61,7 +62,7 @@ class Schedule:
     worker without a kill); the action happens before worker `action_before`, while worker `action_pause[0]`
     is paused at point `action_pause[1]`, or during the interrupt; `cut` loses the answer of the first agent
     write the service commits; `journal_cut` keeps only that fraction of the journal's bytes before the
-    recoverers; `delay` makes the service land each agent write that many seconds after it arrived (`in_flight`:
+    recoverers; `fence` is the ledger's (the gate declares it); `delay` makes the service land each agent write that many seconds after it arrived (`in_flight`:
     the sender SIGKILLed while its request waits there, or the recoverers started beside it); `raises` makes the first sender's send
     function raise at that point; then `recoverers` restart workers run at once, with nothing armed, and must
     settle the job (after an interrupt, one more settles what the concurrent ones left)."""
@@ -81,6 +82,7 @@ class Schedule:
     delay: float | None = None
     in_flight: str | None = None  # "kill" the sender, or "recover" beside it, while its request waits
     raises: str | None = None
+    fence: str | None = None  # the ledger's: "epoch" (it refuses a write from a superseded claim) or "none"
 
     @property
     def replay(self) -> str:
@@ -107,6 +109,9 @@ class Schedule:
         else:
             when = f" before worker {self.action_before}"
         parts = [f"kills: {kills}", f"action: {self.action}{when}"]
+        if self.fence is not None:
+            parts.append("the ledger fences on the claim epoch" if self.fence == "epoch" else
+                         "the ledger has no fence (the gate waits out its in-flight bound)")
         if self.cut:
             parts.append("the first committed agent write loses its answer")
         if self.delay is not None:
@@ -133,7 +138,7 @@ def schedule_for(scenario: str, seed: int, hazard: str = "crash", journal: str =
                         else f"{scenario}:{hazard}:{journal}:{seed}")
     base = _crash(rng, scenario, hazard, journal, seed)
     if scenario == "ledger":  # the ledger stand-in cannot cut a connection; its slow writes stand for lost answers
-        base = replace(base, cut=False)
+        base = replace(base, cut=False, fence=rng.choice(LEDGER_FENCES))
     shape = SHAPES.get(hazard)
     return shape(rng, base) if shape is not None else base
 

@@ -283,13 +283,16 @@ class LedgerWorld(JournalChoice):
 
         run = f"{schedule.seed}-{system}"
         stack = contextlib.ExitStack()
-        ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0))
+        fences = ("epoch",) if schedule.fence == "epoch" else ()
+        ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0,
+                                                    fences=fences))
         self._open[run] = stack
         key = f"ledger:explore:{run}"
         effect_id = effect_id_for(key)
         resource = f"account-{run}"
         write_result(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
-                                         "key": key, "effect_id": effect_id, "decided_version": 0})
+                                         "key": key, "effect_id": effect_id, "decided_version": 0,
+                                         "fence": schedule.fence})
         write_result(directory / "lease.json", {"status": "live"})
         return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
 
@@ -315,9 +318,13 @@ class LedgerWorld(JournalChoice):
         return any(e["event"] == "put" and e["id"] == case.effect_id for e in case.ids["ledger"].log())
 
     def truth(self, case: Case) -> Truth:
-        """Every applied write of the effect, from the ledger's own log; each one is a posting on the account."""
+        """Every applied write of the effect, from the ledger's own log; each one is a posting on the account.
+
+        A write is timed when the ledger received it (it applies each one its fixed delay later): a request sent
+        while the facts held and landing after they moved is the service's delay, not a send after the change.
+        """
         ledger = case.ids["ledger"]
-        writes = [(str(e["version"]), float(e["at"])) for e in ledger.log()
+        writes = [(str(e["version"]), float(e["at"]) - ledger.delay) for e in ledger.log()
                   if e["event"] == "applied" and e["id"] == case.effect_id]
         return Truth(writes, ledger.applies(case.effect_id))
 
