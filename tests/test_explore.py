@@ -237,7 +237,8 @@ def short_run(tmp_path_factory):
 @pytest.mark.parametrize("scenario", ("gcp_resource", "calendar"))
 def test_a_short_run_tries_every_schedule_with_every_system(short_run, scenario):
     summary = short_run[1][scenario]
-    assert summary["scenario"] == scenario and summary["seeds"] == {"first": 0, "count": SHORT_RUN}
+    assert summary["scenario"] == scenario and summary["seeds"]["first"] == 0
+    assert summary["seeds"]["count"] == SHORT_RUN
     assert summary["hazard"]["name"] == "crash" and summary["history"]["rows"] == SHORT_RUN * len(SYSTEMS)
     for system in SYSTEMS:
         counts = summary["systems"][system]
@@ -289,6 +290,15 @@ def test_a_hazard_run_stores_a_row_per_run_and_counts_it_per_system(tmp_path, sc
         counts = summary["systems"][system]
         assert counts["held"] + counts["violated"] + counts["violated_in_window"] == HAZARD_RUN
     assert summary["hazard_effects"], "the hazard's own effect on each run is recorded"
+
+
+def test_the_baselines_may_try_fewer_of_the_same_schedules_than_the_gate(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "send_raises", "--schedules", "3",
+             "--baseline-schedules", "1")
+    summary = json.loads((tmp_path / "explore_ledger_send_raises.json").read_text())
+    assert summary["seeds"]["per_system"] == {"interlock": 3, "hand_check": 1, "no_check": 1}
+    assert {s: c["schedules"] for s, c in summary["systems"].items()} == summary["seeds"]["per_system"]
+    assert "--baseline-schedules 1" in summary["command"]
 
 
 def test_a_held_sender_is_really_stopped_and_the_slow_ledger_really_holds_requests(tmp_path):

@@ -70,6 +70,11 @@ class Plan:
     systems: tuple[str, ...]
     schedules: int
     jobs: int
+    baseline_schedules: int  # the baselines may try fewer seeds than the gate (the first ones of the same range)
+
+    def seeds(self, system: str) -> int:
+        """How many schedules this system tries."""
+        return self.schedules if system.startswith("interlock") else min(self.schedules, self.baseline_schedules)
 
     @property
     def name(self) -> str:
@@ -88,6 +93,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--schedules", type=int, default=50, help="schedules per scenario (default 50)")
     parser.add_argument("--pg-schedules", type=int, default=None,
                         help="schedules per scenario on the postgresql journal (default: --schedules)")
+    parser.add_argument("--baseline-schedules", type=int, default=None,
+                        help="the baselines try only the first this many of those schedules (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first schedule (default 0)")
     parser.add_argument("--systems", default=None,
                         help="comma-separated (default: all three on jsonl; interlock on postgresql, since the "
@@ -105,8 +112,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             raise _Usage(f"--systems: unknown system {', '.join(unknown) or '(none given)'}; known: "
                          f"{', '.join(SYSTEMS)}")
     pg_schedules = args.schedules if args.pg_schedules is None else args.pg_schedules
-    if args.schedules < 1 or pg_schedules < 1 or args.jobs < 1:
-        raise _Usage("--schedules, --pg-schedules and --jobs must be at least 1")
+    baselines = max(args.schedules, pg_schedules) if args.baseline_schedules is None else args.baseline_schedules
+    if args.schedules < 1 or pg_schedules < 1 or args.jobs < 1 or baselines < 1:
+        raise _Usage("--schedules, --pg-schedules, --baseline-schedules and --jobs must be at least 1")
     if args.replay is not None and (args.scenario == "all" or args.hazard == "all"):
         raise _Usage("--replay needs --scenario and one --hazard")
     args.plans = []
@@ -121,8 +129,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         for journal in journals:
             systems = chosen or (SYSTEMS if journal == "jsonl" else ("interlock",))
             count = args.schedules if journal == "jsonl" else pg_schedules
-            args.plans += [Plan(s, hazard.name, journal, systems, count, 1 if hazard.name in ALONE else args.jobs)
-                           for s in scenarios if s in hazard.scenarios and journal in hazard.journals]
+            args.plans += [Plan(s, hazard.name, journal, systems, count, 1 if hazard.name in ALONE else args.jobs,
+                                baselines) for s in scenarios if s in hazard.scenarios and journal in hazard.journals]
     if not args.plans:
         raise _Usage(f"--hazard {args.hazard} does not run on {args.scenario} with the {args.journal} journal")
     return args
@@ -137,7 +145,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
     began = time.monotonic()
     done = [0]
     lock = threading.Lock()
-    total = plan.schedules * len(plan.systems)
+    total = sum(plan.seeds(system) for system in plan.systems)
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
             world(scenario, Path(tmp) / "services", plan.journal) as chosen, HistoryWriter(history_path) as history:
 
@@ -158,7 +166,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
         pool = ThreadPoolExecutor(plan.jobs)
         try:
             futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + plan.schedules)
-                       for system in plan.systems]
+                       for system in plan.systems if seed < args.seed + plan.seeds(system)]
             for future in futures:
                 future.result()
         except BaseException:  # interrupted: drop the queued runs and kill the running workers
@@ -172,11 +180,12 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
     return summarize(history_path, args.out, {
         "command": (f"python -m experiments.explore --scenario {scenario} --hazard {plan.hazard} --journal "
                     f"{plan.journal} --systems {','.join(plan.systems)} --schedules {plan.schedules} "
-                    f"--seed {args.seed}"),
+                    f"--baseline-schedules {plan.baseline_schedules} --seed {args.seed}"),
         "provenance": provenance("python -m experiments.explore",
                                  {"service": SERVICES[scenario], "journal": JOURNAL_BACKENDS[plan.journal]},
                                  "offline-scripted (no model)", _claims(scenario)),
-        "seeds": {"first": args.seed, "count": plan.schedules},
+        "seeds": {"first": args.seed, "count": plan.schedules,
+                  "per_system": {system: plan.seeds(system) for system in plan.systems}},
         "seconds": round(seconds, 1),
         "seconds_per_run": round(seconds * plan.jobs / total, 3),
         "jobs": plan.jobs,
@@ -288,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                 write_result(path, result)
                 gate = result["systems"].get("interlock")
                 failed |= bool(gate and gate["violated"])
-                print(f"explore: wrote {path} ({plan.schedules} schedules x {len(plan.systems)} systems in "
+                print(f"explore: wrote {path} ({result['history']['rows']} runs of {plan.schedules} schedules in "
                       f"{result['seconds']:.0f}s)", file=sys.stderr)
             return 1 if failed else 0
     except KeyboardInterrupt:
