@@ -301,7 +301,14 @@ def test_the_baselines_may_try_fewer_of_the_same_schedules_than_the_gate(tmp_pat
     assert "--baseline-schedules 1" in summary["command"]
 
 
-def test_a_held_sender_is_really_stopped_and_the_slow_ledger_really_holds_requests(tmp_path):
+def test_a_stopped_sender_is_seen_stopped_by_the_kernel(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "sigstop", "--schedules", "3", "--systems", "no_check")
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_sigstop.jsonl.gz"))
+    struck = [r["interrupt"] for r in rows if r["interrupt"]["reached"]]
+    assert struck and all(i["seen_stopped"] and i["released_at"] > i["at"] for i in struck)
+
+
+def test_a_slow_ledger_lands_a_request_after_its_sender_was_killed(tmp_path):
     _explore(tmp_path, "--scenario", "ledger", "--hazard", "slow_service", "--schedules", "4", "--systems",
              "no_check")
     rows = list(read_history(tmp_path / "history" / "explore_ledger_slow_service.jsonl.gz"))

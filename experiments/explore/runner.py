@@ -22,6 +22,7 @@ PAUSE_TIMEOUT_SECONDS = 30.0
 IN_FLIGHT_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.002
 STDERR_LINES = 4
+STOP_SEEN_SECONDS = 1.0
 # The crash and pause points a worker reads from its environment (experiments' crash hook).
 KILL_AT, KILL_MARKER, PAUSE_AT, PAUSE_FILE = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT",
                                               "INTERLOCK_PAUSE_FILE")
@@ -118,9 +119,10 @@ class Run:
 
     def _hold(self, worker: Worker, held: Any, pause_file: Path) -> list[tuple[str, int, Worker]]:
         """The worker waits at its point: strike, act, let recoverers run for up to `held.seconds`, let it go."""
-        began = time.time()
+        began, stopped = time.time(), None
         if held.how == "sigstop":
             os.kill(worker.pid, signal.SIGSTOP)
+            stopped = _seen_stopped(worker.pid)
             pause_file.unlink()  # it goes on at once when continued
         else:
             self.world.strike(self.case, held.how)
@@ -134,7 +136,7 @@ class Run:
         else:
             pause_file.unlink()
         self.interrupt = {"reached": True, "how": held.how, "point": held.point, "at": began,
-                          "released_at": time.time()}
+                          "released_at": time.time(), "seen_stopped": stopped}
         return concurrent
 
     def _in_flight(self, worker: Worker) -> list[tuple[str, int, Worker]]:
@@ -191,6 +193,20 @@ def run(world: Any, forker: Forker, schedule: Schedule, system: str, root: Path)
         if played is not None:
             world.finish(played.case)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _seen_stopped(pid: int) -> bool:
+    """Whether the kernel shows the process stopped (state T in /proc/<pid>/stat) within a moment of SIGSTOP."""
+    deadline = time.monotonic() + STOP_SEEN_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state in ("T", "t"):
+            return True
+        time.sleep(POLL_SECONDS)
+    return False
 
 
 def _ran(stage: str, index: int, kill: str | None, finished: Finished) -> dict[str, Any]:
