@@ -69,13 +69,18 @@ class Ledger:
         """Who wrote the account last."""
         return _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["writer"]
 
-    def put(self, effect_id: str, epoch: int | None = None) -> dict[str, Any]:
-        """Post the entry; the service's record of it. A fence's refusal is the service's definite no."""
+    def put(self, effect_id: str, epoch: int | None = None, if_match: int | None = None) -> dict[str, Any]:
+        """Post the entry; the service's record of it (a dedupe's refusal carries the record already there).
+        Any other refusal is the service's definite no."""
         from interlock import Rejected
 
         headers = {"X-Epoch": str(epoch)} if epoch is not None else {}
+        if if_match is not None:
+            headers["If-Match"] = str(if_match)
         status, answer = _call("PUT", f"{self.endpoint}/effects/{effect_id}",
                                {"resource": self.resource, "amount": self.amount, "agent": AGENT}, headers)
+        if status == 409 and isinstance(answer.get("record"), dict):
+            return answer["record"]
         if status != 200:
             raise Rejected(f"ledger answered {status}: {answer.get('error')}", precondition=status == 412)
         return answer
@@ -99,12 +104,14 @@ def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> s
     """The gate: the account's version as premise, lease.json as lease, a tier-2 target with an in-flight bound."""
     from interlock import CallableLease, Effect, FileClaims, FunctionTarget, Gate, Journal, Premise, open_journal
     from interlock.claims import DEFAULT_TTL
-    from interlock.targets import TIER_LOOKUP
+    from interlock.targets import TIER_DEDUPE, TIER_LOOKUP
+
+    fence = case["fence"]
 
     def send(effect_id: str, payload: dict[str, Any], epoch: int | None = None) -> dict[str, Any]:
         if _planted("before_request"):
             raise _SendBug("account")
-        record = ledger.put(effect_id, epoch)
+        record = ledger.put(effect_id, epoch, case["decided_version"] if fence == "version" else None)
         if _planted("after_apply"):
             raise _SendBug("receipt")
         return record
@@ -112,10 +119,12 @@ def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> s
     def find(effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         return ledger.find(effect_id)
 
-    if case["fence"] == "epoch":  # a write from a superseded claim is refused by the ledger itself
-        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, fenced=True, takes_epoch=True)
-    else:
-        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, in_flight=IN_FLIGHT_SECONDS)
+    if fence in ("version", "dedupe"):  # the ledger itself refuses a stray write
+        target = FunctionTarget("ledger", send, tier=TIER_DEDUPE if fence == "dedupe" else TIER_LOOKUP, find=find,
+                                fenced=True)
+    else:  # a write from a superseded epoch is refused, but one still in flight from a dead sender is not
+        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, in_flight=IN_FLIGHT_SECONDS,
+                                takes_epoch=fence == "epoch")
     premise = Premise("account_version", ledger.version, decided=case["decided_version"],
                       own_write=lambda now, was, effect_id: now == was + 1 and ledger.writer() == effect_id)
     lease = CallableLease(lambda: lease_live(case_dir), lambda: json.loads((case_dir / LEASE_FILE).read_text()))

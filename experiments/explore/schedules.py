@@ -38,7 +38,16 @@ ACTIONS = {
 CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 RAISE_POINTS = ("before_request", "after_apply")
-LEDGER_FENCES = ("none", "epoch")
+# How the ledger keeps a stray write out, as the gate declares it: nothing (an in-flight bound), the claim epoch
+# (a paused sender's write is refused; an in-flight one still needs the bound), a precondition on the decided
+# version, or a dedupe on the effect id.
+LEDGER_FENCES = ("none", "epoch", "version", "dedupe")
+FENCE_TEXT = {
+    "none": "the ledger has no fence (the gate waits out its in-flight bound)",
+    "epoch": "the ledger refuses a write from a superseded claim epoch (and the gate keeps its in-flight bound)",
+    "version": "the ledger applies a write only while the account is at the decided version",
+    "dedupe": "the ledger refuses a second write of the effect id",
+}
 IN_FLIGHT = {"kill": ", the sender SIGKILLed while its request waits there",
              "recover": ", the recoverers started while the first request waits there"}
 
@@ -82,7 +91,7 @@ class Schedule:
     delay: float | None = None
     in_flight: str | None = None  # "kill" the sender, or "recover" beside it, while its request waits
     raises: str | None = None
-    fence: str | None = None  # the ledger's: "epoch" (it refuses a write from a superseded claim) or "none"
+    fence: str | None = None  # the ledger's: one of LEDGER_FENCES
 
     @property
     def replay(self) -> str:
@@ -110,8 +119,7 @@ class Schedule:
             when = f" before worker {self.action_before}"
         parts = [f"kills: {kills}", f"action: {self.action}{when}"]
         if self.fence is not None:
-            parts.append("the ledger fences on the claim epoch" if self.fence == "epoch" else
-                         "the ledger has no fence (the gate waits out its in-flight bound)")
+            parts.append(FENCE_TEXT[self.fence])
         if self.cut:
             parts.append("the first committed agent write loses its answer")
         if self.delay is not None:

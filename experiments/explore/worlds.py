@@ -283,7 +283,7 @@ class LedgerWorld(JournalChoice):
 
         run = f"{schedule.seed}-{system}"
         stack = contextlib.ExitStack()
-        fences = ("epoch",) if schedule.fence == "epoch" else ()
+        fences = () if schedule.fence in (None, "none") else (schedule.fence,)
         ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0,
                                                     fences=fences))
         self._open[run] = stack
