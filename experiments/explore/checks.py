@@ -23,6 +23,7 @@ VIOLATIONS = {
     "answer_cannot_say": "a recoverer ended without a definite answer (AMBIGUOUS, IN_FLIGHT, or no status)",
     "unknown_outcome": "a worker printed a status outside the outcome vocabulary",
     "worker_error": "a worker timed out or died of an unexpected error",
+    "service_unsettled": "the service still held a write of the effect when its truth was read",
 }
 # The rules a hazard is there to test (the counts the reliability page leads with).
 SAFETY = ("duplicate_effect", "after_premise_moved", "after_lease_ended", "receipt_disagrees", "answer_wrong")
@@ -54,6 +55,9 @@ def check(row: dict[str, Any]) -> list[Violation]:
         kind = "after_premise_moved" if row["schedule"]["action"] in PREMISE_ACTIONS else "after_lease_ended"
         if late:
             found.append(Violation(kind, f"agent write(s) {late} after {row['schedule']['action']} {row['acted']}"))
+    if truth.get("settled") is False:
+        found.append(Violation("service_unsettled", "a write was still pending at the service after its longest "
+                                                    "delay"))
     found += _answers(row, _landed(truth))
     found += _record(row, _landed(truth))
     for ran in row["ran"]:

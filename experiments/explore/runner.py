@@ -61,6 +61,7 @@ class Run:
             self._finish(self._start_recoverers("recoverer", schedule.recoverers))
         else:  # the concurrent recoverers may rightly have left the job to a later worker: one more settles it
             self._finish([("settler", 0, self._start("restart", self.directory / "settler"))])
+        settled = self.world.settle(self.case)  # the service's truth is read once nothing is left in flight
         with self.world.lock:
             truth = self.world.truth(self.case)
         record = self.directory / (self.world.journal if self.system.startswith("interlock") else self.world.log)
@@ -70,7 +71,7 @@ class Run:
             "schedule": schedule.row(), "describe": schedule.describe(), "effect_id": self.case.effect_id,
             "ran": self.ran, "acted": self.acted, "acted_at": self.acted_at, "interrupt": self.interrupt,
             "in_flight": self.in_flight, "journal_cut": self.journal_cut,
-            "truth": {"writes": [list(w) for w in truth.writes], "live": truth.live},
+            "truth": {"writes": [list(w) for w in truth.writes], "live": truth.live, "settled": settled},
             "record": _record(record, self.case.effect_id, self.system),
         }
 

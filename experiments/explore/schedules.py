@@ -18,7 +18,7 @@ from experiments.explore.hazards import HAZARDS, JOURNALS, POINTS, SHORT_TTL, Ha
 
 # A held sender may also wait right before its request, after its last look (a point only the gate reaches in
 # the scenarios' own workers: a baseline held there is recorded as never reached).
-HELD_POINTS = (*POINTS, crash.BEFORE_REQUEST)
+HELD_POINTS = tuple(dict.fromkeys((*POINTS, crash.BEFORE_REQUEST)))
 FIRST_HELD = (crash.AFTER_PROPOSED, crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.AFTER_COMMIT)
 LATER_HELD = tuple(p for p in HELD_POINTS if p != crash.AFTER_PROPOSED)  # a restarted worker proposes nothing
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from experiments.harness import write_result
 from experiments.journals import JOURNAL_URL_ENV
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+SETTLE_MARGIN_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.005
 
 
 @dataclass
@@ -85,6 +88,10 @@ class JournalChoice:
     def received(self, case: Case) -> bool:
         """Only a service with a delay can hold a request in flight."""
         raise ValueError(f"{self.scenario} has no service that holds a request in flight")
+
+    def settle(self, case: Case) -> bool:
+        """Every write of these stand-ins lands before its answer: nothing can still be pending."""
+        return True
 
     def finish(self, case: Case) -> None:
         """Nothing of a run outlives it here: the stand-ins serve the whole exploration."""
@@ -316,6 +323,19 @@ class LedgerWorld(JournalChoice):
     def received(self, case: Case) -> bool:
         """The ledger holds (or has applied) an agent write of this effect."""
         return any(e["event"] == "put" and e["id"] == case.effect_id for e in case.ids["ledger"].log())
+
+    def settle(self, case: Case) -> bool:
+        """Wait until every write of the effect the ledger received was applied or refused (a dead sender's
+        request may still be waiting out its delay); False if one is still pending after the longest delay."""
+        ledger = case.ids["ledger"]
+        deadline = time.monotonic() + ledger.delay + SETTLE_MARGIN_SECONDS
+        while True:
+            events = [e["event"] for e in ledger.log() if e["id"] == case.effect_id]
+            if events.count("put") == events.count("applied") + events.count("refused"):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(SETTLE_POLL_SECONDS)
 
     def truth(self, case: Case) -> Truth:
         """Every applied write of the effect, from the ledger's own log; each one is a posting on the account.
