@@ -325,3 +325,15 @@ def test_a_replay_runs_the_one_schedule_again():
     assert lines[0] == "python -m experiments.explore --scenario gcp_resource --replay 3"
     assert lines[1].strip() == schedule_for("gcp_resource", 3).describe()
     assert "interlock: held" in done.stdout and done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_ledger_write_is_timed_when_it_arrived_not_when_it_landed(tmp_path):
+    from experiments.explore.worlds import Case, LedgerWorld
+    from experiments.services.ledger import Ledger
+
+    ledger = Ledger()
+    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
+    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
+    arrived = [e["at"] for e in ledger.log() if e["event"] == "put"]
+    truth = LedgerWorld(tmp_path).truth(Case(tmp_path, "no_check", "e1", {"ledger": ledger}))
+    assert [at for _, at in truth.writes] == arrived and truth.live == 2

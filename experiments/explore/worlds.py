@@ -340,12 +340,19 @@ class LedgerWorld(JournalChoice):
     def truth(self, case: Case) -> Truth:
         """Every applied write of the effect, from the ledger's own log; each one is a posting on the account.
 
-        A write is timed when the ledger received it (it applies each one its fixed delay later): a request sent
-        while the facts held and landing after they moved is the service's delay, not a send after the change.
+        A write is timed when the ledger received it: a request sent while the facts held and landing after they
+        moved is the service's delay, not a send after the change. Every write waits the same delay, so the
+        ledger answers them in the order they arrived: the n-th answer (applied or refused) is the n-th arrival.
         """
         ledger = case.ids["ledger"]
-        writes = [(str(e["version"]), float(e["at"]) - ledger.delay) for e in ledger.log()
-                  if e["event"] == "applied" and e["id"] == case.effect_id]
+        events = [e for e in ledger.log() if e["id"] == case.effect_id]
+        arrivals = iter(float(e["at"]) for e in events if e["event"] == "put")
+        writes = []
+        for event in events:
+            if event["event"] in ("applied", "refused"):
+                arrived = next(arrivals, float(event["at"]))
+                if event["event"] == "applied":
+                    writes.append((str(event["version"]), arrived))
         return Truth(writes, ledger.applies(case.effect_id))
 
     def finish(self, case: Case) -> None:
