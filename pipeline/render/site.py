@@ -28,7 +28,7 @@ ASSETS = REPO / "site" / "assets"
 PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
 # The library's public surface for the API page: the package root, then modules whose names are a concept of
 # their own, when this checkout has them.
-API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.easy")
+API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.app")
 BASELINES = ("no_check", "hand_check")
 
 
