@@ -27,7 +27,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_successor_per_effect_ent
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_first_entry_per_effect
     ON interlock_journal (effect_id) WHERE effect_prev IS NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_resolution_per_effect
-    ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS');
+    ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
+    AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false';  -- a refusal before any send leaves a retry open
 CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (effect_id, seq);
 
 -- One row per claimed effect. `holder` names one acquisition (a random token), so two acquisitions never pass
@@ -158,7 +159,8 @@ BEGIN
     SELECT hash INTO v_eprev FROM interlock_journal WHERE effect_id = p_effect ORDER BY seq DESC LIMIT 1;
     IF p_late_body IS NOT NULL AND NOT v_late THEN
         v_late := EXISTS (SELECT 1 FROM interlock_journal
-                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS'));
+                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
+                             AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false');
     END IF;
     IF v_late THEN
         v_body := p_late_body;
