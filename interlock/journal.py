@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 from .canonical import entry_hash, hash_holds
 from .errors import JournalCorrupt
-from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT
+from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after
+from .witness import Mark, Witness, differs, disagreement
 
 
 @dataclass
@@ -35,12 +36,10 @@ class EffectRecord:
         self.offsets.append(position)
         self.kinds.append(kind)
         self.last_hash = entry["hash"]
+        self.open_dispatch = send_open_after(self.open_dispatch, kind)
         if kind == PROPOSED:
             self.payload_hash = entry.get("payload_hash")
-        elif kind in SENDS:
-            self.open_dispatch = True
         elif kind in RESOLUTIONS:
-            self.open_dispatch = False
             self.resolution = entry
 
 
@@ -66,32 +65,47 @@ def encode(entry: dict[str, Any]) -> bytes:
     return (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
+BLOCK = 1 << 22
+
+
 class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
 
     Every process appends under an exclusive flock and first reads whatever other processes appended since
-    its last look, so an append costs O(entries added by others), never O(journal size).
+    its last look, so an append costs O(entries added by others), never O(journal size). The fsync that makes an
+    entry durable runs after the lock is released, so appends from many threads and processes share one flush
+    (group commit) while each append still returns only once its own entry is on disk.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.torn: list[str] = []
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._witness = Witness(f"{self.path}.witness")
         self._mutex = threading.Lock()
+        self._syncing = threading.Lock()
         self._offset = 0
         self._line = 0
         self._seq = -1
         self._last: str | None = None
         self._effects: dict[str, EffectRecord] = {}
+        self._written: Mark | None = None
+        self._durable = 0
         try:
-            self.refresh()
+            with self._mutex:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                try:
+                    self._catch_up(self._witness.read())
+                finally:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
         except BaseException:
-            os.close(self._fd)
+            self.close()
             raise
 
     def close(self) -> None:
-        """Release the file descriptor."""
+        """Release the file descriptors."""
         os.close(self._fd)
+        self._witness.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -112,7 +126,7 @@ class Journal:
         with self._mutex:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                self._catch_up()
+                self._catch_up(None)
                 yield
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -123,7 +137,7 @@ class Journal:
             pass
 
     def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Durably append one entry (fsync'd before returning) and return it as stored.
+        """Durably append one entry (on disk before returning) and return it as stored.
 
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution.
@@ -132,13 +146,30 @@ class Journal:
             entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last,
                          record=self._effects.get(effect_id))
             line = encode(entry)
-            offset = os.lseek(self._fd, 0, os.SEEK_END)
+            start = self._offset
             os.write(self._fd, line)
-            os.fsync(self._fd)
-            self._index(entry, offset)
-            self._offset = offset + len(line)
+            self._index(entry, start)
+            self._offset = start + len(line)
             self._line += 1
-            return entry
+            mark = self._written = Mark(entry["seq"], start, self._offset, entry["hash"], entry["prev"])
+        self._make_durable(mark)
+        return entry
+
+    def _make_durable(self, mark: Mark) -> None:
+        """Return once `mark` is on disk. One fsync covers every line written before it started, so a thread that
+        finds its line covered by another's flush (or by another process's, as the witness shows) skips its own."""
+        with self._syncing:
+            if self._durable >= mark.end:
+                return
+            seen = self._witness.read()
+            if seen is not None and seen.end >= mark.end:
+                self._durable = seen.end
+                return
+            latest = self._written
+            assert latest is not None and latest.end >= mark.end
+            os.fdatasync(self._fd)
+            self._durable = latest.end
+            self._witness.advance(latest)
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, or None if the journal never saw it."""
@@ -162,20 +193,29 @@ class Journal:
             out.append(json.loads(_read_line(self._fd, offset)))
         return out
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, witnessed: Mark | None) -> None:
+        """Read and check every complete line past what this process has seen; with the witness at open, refuse a
+        journal cut back further than a crash can tear. Nothing is changed on disk until every check passed."""
         size = os.fstat(self._fd).st_size
-        if size == self._offset:
-            return
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
-        chunk = os.pread(self._fd, size - self._offset, self._offset)
-        end = chunk.rfind(b"\n") + 1
-        if end < len(chunk):
-            self._set_aside_torn(chunk[end:], self._offset + end)
-        for raw in chunk[:end].split(b"\n")[:-1]:
-            self._index(self._parse(raw), self._offset)
+        tail = b""
+        for raw, tail in _lines(self._fd, self._offset, size):
+            if raw is None:
+                break
+            entry = self._parse(raw)
+            if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset, head=entry["hash"]):
+                raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
+                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
+            self._index(entry, self._offset)
             self._line += 1
             self._offset += len(raw) + 1
+        if witnessed is not None:
+            why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
+            if why is not None:
+                raise JournalCorrupt(f"{self.path}:{self._line + 1}: {why} ({self._witness.path})")
+        if tail:
+            self._set_aside_torn(tail, self._offset)
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
@@ -191,7 +231,7 @@ class Journal:
         try:
             entry = json.loads(raw)
         except ValueError as exc:
-            raise JournalCorrupt(f"{where}: not a JSON line ({exc.msg})") from None
+            raise JournalCorrupt(f"{where}: not a JSON line ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(entry, dict):
             raise JournalCorrupt(f"{where}: entry is not a JSON object")
         for key, kind in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
@@ -218,6 +258,23 @@ class Journal:
         record.add(entry, offset)
         self._seq = entry["seq"]
         self._last = entry["hash"]
+
+
+def _lines(fd: int, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:
+    """The complete lines (without their newline) of `fd` between `start` and `end`, read in blocks, then one
+    `(None, tail)`: the bytes after the last newline, which only a torn append leaves."""
+    carry = b""
+    position = start
+    while position < end:
+        block = os.pread(fd, min(BLOCK, end - position), position)
+        if not block:
+            break
+        position += len(block)
+        pieces = (carry + block).split(b"\n")
+        carry = pieces.pop()
+        for piece in pieces:
+            yield piece, b""
+    yield None, carry
 
 
 def _read_line(fd: int, offset: int) -> bytes:
