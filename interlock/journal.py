@@ -89,13 +89,14 @@ class Journal:
         self._seq = -1
         self._last: str | None = None
         self._effects: dict[str, EffectRecord] = {}
-        self._written: Mark | None = None
+        self._tip: Mark | None = None
         self._durable = 0
         try:
+            witnessed = self._witness.read()  # before the journal's lock: a flush holds the witness, then takes it
             with self._mutex:
                 fcntl.flock(self._fd, fcntl.LOCK_EX)
                 try:
-                    self._catch_up(self._witness.read())
+                    self._catch_up(witnessed)
                 finally:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
         except BaseException:
@@ -148,28 +149,28 @@ class Journal:
             line = encode(entry)
             start = self._offset
             os.write(self._fd, line)
-            self._index(entry, start)
-            self._offset = start + len(line)
-            self._line += 1
-            mark = self._written = Mark(entry["seq"], start, self._offset, entry["hash"], entry["prev"])
+            self._index(entry, start, start + len(line))
+            mark = self._tip
         self._make_durable(mark)
         return entry
 
     def _make_durable(self, mark: Mark) -> None:
-        """Return once `mark` is on disk. One fsync covers every line written before it started, so a thread that
-        finds its line covered by another's flush (or by another process's, as the witness shows) skips its own."""
+        """Return once `mark` is on disk. One process at a time flushes, holding the witness; meanwhile the others
+        keep writing, and the next flush covers every line they wrote, so one fsync serves many appends."""
         with self._syncing:
             if self._durable >= mark.end:
                 return
-            seen = self._witness.read()
-            if seen is not None and seen.end >= mark.end:
-                self._durable = seen.end
-                return
-            latest = self._written
-            assert latest is not None and latest.end >= mark.end
-            os.fdatasync(self._fd)
-            self._durable = latest.end
-            self._witness.advance(latest)
+            with self._witness.flushing() as record:
+                seen = self._witness.latest()
+                if seen is not None and seen.end >= mark.end:
+                    self._durable = seen.end
+                    return
+                with self._locked():
+                    tip = self._tip
+                assert tip is not None and tip.end >= mark.end
+                os.fdatasync(self._fd)
+                record(tip)
+                self._durable = tip.end
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, or None if the journal never saw it."""
@@ -207,9 +208,7 @@ class Journal:
             if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset, head=entry["hash"]):
                 raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
-            self._index(entry, self._offset)
-            self._line += 1
-            self._offset += len(raw) + 1
+            self._index(entry, self._offset, self._offset + len(raw) + 1)
         if witnessed is not None:
             why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
             if why is not None:
@@ -250,14 +249,17 @@ class Journal:
             raise JournalCorrupt(f"{where}: hash does not match the entry's content")
         return entry
 
-    def _index(self, entry: dict[str, Any], offset: int) -> None:
+    def _index(self, entry: dict[str, Any], start: int, end: int) -> None:
         eid = entry["effect_id"]
         record = self._effects.get(eid)
         if record is None:
             record = self._effects[eid] = EffectRecord(eid)
-        record.add(entry, offset)
+        record.add(entry, start)
+        self._tip = Mark(entry["seq"], start, end, entry["hash"], entry["prev"])
         self._seq = entry["seq"]
         self._last = entry["hash"]
+        self._offset = end
+        self._line += 1
 
 
 def _lines(fd: int, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:

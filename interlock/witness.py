@@ -12,7 +12,10 @@ import fcntl
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+
+from typing import Callable, Iterator
 
 from .errors import JournalCorrupt
 
@@ -83,18 +86,27 @@ class Witness:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def advance(self, mark: Mark) -> None:
-        """Record `mark` unless a later one is already recorded (processes fsync in any order)."""
+    @contextmanager
+    def flushing(self) -> Iterator[Callable[[Mark], None]]:
+        """Hold the witness while one process flushes the journal; yields the function that records the mark the
+        flush covered. Waiting for it is waiting for the flush in progress, after which `latest` may cover you."""
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
-            current = self._read()
-            if current is not None and current.end >= mark.end:
-                return
-            body = asdict(mark)
-            text = json.dumps({**body, "check": _check(body)}, separators=(",", ":"))
-            os.pwrite(self._fd, text.encode().ljust(RECORD - 1) + b"\n", 0)
+            yield self._write
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def latest(self) -> Mark | None:
+        """The mark last written; call inside `flushing`."""
+        return self._read()
+
+    def _write(self, mark: Mark) -> None:
+        current = self._read()
+        if current is not None and current.end >= mark.end:
+            return
+        body = asdict(mark)
+        text = json.dumps({**body, "check": _check(body)}, separators=(",", ":"))
+        os.pwrite(self._fd, text.encode().ljust(RECORD - 1) + b"\n", 0)
 
     def _read(self) -> Mark | None:
         raw = os.pread(self._fd, RECORD, 0)
