@@ -6,12 +6,12 @@ from .effects import Effect, Outcome, effect_id_for
 from .gate import Gate
 from .errors import (BundleError, ClaimLost, ConfigurationError, InterlockError, JournalCorrupt,
                      JournalUnavailable)
-from .journal import EffectRecord, Journal
+from .journal import EffectRecord, Journal, write_checkpoint
 from .leases import CallableLease, Lease
 from .outcomes import UnknownOutcome, landed
 from .premises import NOT_SET, Premise
 from .receipts import bundle, verify, verify_journal
-from .signing import generate_key, public_hex, write_checkpoint
+from .signing import generate_key, public_hex
 from .targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejected, Target
 
 __all__ = [

@@ -1,4 +1,10 @@
-"""The append-only JSONL journal: one hash chain over every entry, O(1) appends, shared safely by processes."""
+"""The append-only JSONL journal: one hash chain over every entry, O(1) appends, shared safely by processes.
+
+Beside the journal `J` live what the library keeps to trust it without rereading it: `J.witness` (the last durable
+entry, rewritten after each flush), `J.index` (where each effect's entries are, exact up to a checkpoint) and
+`J.checkpoints` (every checkpoint written, signed when the journal has a key). Opening checks the checkpoint and
+reads only what came after it; full verification of every entry stays with `interlock.receipts`.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .canonical import entry_hash, hash_holds
 from .errors import JournalCorrupt
 from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after
+from .index import Checkpoint, EffectIndex
+from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .witness import Mark, Witness, differs, disagreement
 
 
@@ -66,6 +77,7 @@ def encode(entry: dict[str, Any]) -> bytes:
 
 
 BLOCK = 1 << 22
+CHECKPOINT_EVERY = 10_000
 
 
 class Journal:
@@ -75,38 +87,58 @@ class Journal:
     its last look, so an append costs O(entries added by others), never O(journal size). The fsync that makes an
     entry durable runs after the lock is released, so appends from many threads and processes share one flush
     (group commit) while each append still returns only once its own entry is on disk.
+
+    Every `checkpoint_every` entries it has seen, a process moves the index and writes a checkpoint (signed with
+    `key` when one is given, and then checked against it on every open), so memory holds only the effects touched
+    since then and the next open starts from there.
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, key: Ed25519PrivateKey | None = None,
+                 checkpoint_every: int = CHECKPOINT_EVERY):
         self.path = Path(path)
         self.torn: list[str] = []
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self._witness = Witness(f"{self.path}.witness")
+        self._key = key
+        self._checkpoint_every = checkpoint_every
         self._mutex = threading.Lock()
         self._syncing = threading.Lock()
         self._offset = 0
         self._line = 0
         self._seq = -1
         self._last: str | None = None
-        self._effects: dict[str, EffectRecord] = {}
         self._tip: Mark | None = None
         self._durable = 0
+        self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`
+        self._tail_start = 0  # the index holds every entry before this byte
+        self._tail_entries = 0
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._witness = Witness(f"{self.path}.witness")
+        self._index = EffectIndex(f"{self.path}.index")
         try:
             witnessed = self._witness.read()  # before the journal's lock: a flush holds the witness, then takes it
             with self._mutex:
                 fcntl.flock(self._fd, fcntl.LOCK_EX)
                 try:
-                    self._catch_up(witnessed)
+                    covered = self._index.covered()
+                    if covered is not None:
+                        self._resume(covered)
+                    self._catch_up(witnessed, last_checkpoint(self.checkpoints_path))
                 finally:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
         except BaseException:
             self.close()
             raise
 
+    @property
+    def checkpoints_path(self) -> Path:
+        """`<journal>.checkpoints`: one JSON line per checkpoint, for `python -m interlock.receipts --checkpoint`."""
+        return Path(f"{self.path}.checkpoints")
+
     def close(self) -> None:
-        """Release the file descriptors."""
+        """Release the files."""
         os.close(self._fd)
-        self._witness.close()
+        for side in ("_witness", "_index"):
+            if hasattr(self, side):
+                getattr(self, side).close()
 
     def __enter__(self) -> Journal:
         return self
@@ -127,7 +159,7 @@ class Journal:
         with self._mutex:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                self._catch_up(None)
+                self._catch_up(None, None)
                 yield
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -144,15 +176,23 @@ class Journal:
         a stale sender's answer is kept, never allowed to overwrite the resolution.
         """
         with self._locked():
-            entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last,
-                         record=self._effects.get(effect_id))
+            record = self._record(effect_id)
+            entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
             line = encode(entry)
             start = self._offset
             os.write(self._fd, line)
-            self._index(entry, start, start + len(line))
+            self._take(entry, record, start, start + len(line))
             mark = self._tip
+            if self._tail_entries >= self._checkpoint_every:
+                self._checkpoint(self._key)
         self._make_durable(mark)
         return entry
+
+    def checkpoint(self, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+        """Bring the index up to the journal's end and record a checkpoint there (signed with `key`, else with
+        the journal's own key if it has one); returns it as `<journal>.checkpoints` stores it."""
+        with self._locked():
+            return self._checkpoint(key or self._key)
 
     def _make_durable(self, mark: Mark) -> None:
         """Return once `mark` is on disk. One process at a time flushes, holding the witness; meanwhile the others
@@ -174,47 +214,133 @@ class Journal:
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, or None if the journal never saw it."""
-        return self._effects.get(effect_id)
+        return self._record(effect_id)
 
     def open_dispatches(self) -> list[EffectRecord]:
         """Effects whose last send has no resolution: what recovery must settle."""
         self.refresh()
-        return [r for r in self._effects.values() if r.open_dispatch]
+        found = {eid: r for eid, r in self._tail.items() if r.open_dispatch}
+        for eid in self._index.open_effects():
+            if eid not in self._tail:
+                record = self._stored(eid)
+                if record is not None and record.open_dispatch:
+                    found[eid] = record
+        return [found[eid] for eid in sorted(found)]
 
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every stored entry, or one effect's, read back from the file."""
         if effect_id is None:
             with open(self.path, "rb") as f:
                 return [json.loads(line) for line in f if line.endswith(b"\n")]
-        record = self._effects.get(effect_id)
+        record = self._record(effect_id)
         if record is None:
             return []
-        out = []
-        for offset in record.offsets:
-            out.append(json.loads(_read_line(self._fd, offset)))
-        return out
+        return [json.loads(_read_line(self._fd, offset)) for offset in record.offsets]
 
-    def _catch_up(self, witnessed: Mark | None) -> None:
-        """Read and check every complete line past what this process has seen; with the witness at open, refuse a
-        journal cut back further than a crash can tear. Nothing is changed on disk until every check passed."""
+    def _record(self, effect_id: str) -> EffectRecord | None:
+        record = self._tail.get(effect_id)
+        return record if record is not None else self._stored(effect_id)
+
+    def _stored(self, effect_id: str) -> EffectRecord | None:
+        """An effect's state folded from its entries before `_tail_start`, found through the index."""
+        if not self._tail_start:
+            return None
+        offsets = self._index.offsets(effect_id, self._tail_start)
+        if not offsets:
+            return None
+        record = EffectRecord(effect_id)
+        for offset in offsets:
+            record.add(json.loads(_read_line(self._fd, offset)), offset)
+        return record
+
+    def _resume(self, covered: Checkpoint) -> None:
+        """Start from the index's checkpoint: the journal must still reach it and carry its head there."""
+        where = f"{self.path}:{covered.seq + 1}"
+        size = os.fstat(self._fd).st_size
+        if size < covered.offset:
+            raise JournalCorrupt(f"{where}: the journal is {size} bytes, shorter than its checkpoint at byte "
+                                 f"{covered.offset} (seq {covered.seq}) in {self._index.path}: entries were removed")
+        if self._key is not None and not signature_holds(
+                covered.signature, checkpoint_statement(covered.seq, covered.head), public_hex(self._key)):
+            raise JournalCorrupt(f"{where}: the checkpoint in {self._index.path} is not signed by this journal's key")
+        start, entry = _entry_ending_at(self._fd, covered.offset)
+        if entry is None or entry.get("seq") != covered.seq or entry.get("hash") != covered.head:
+            raise JournalCorrupt(f"{where}: entry {covered.seq} no longer carries the checkpointed head "
+                                 f"({self._index.path}): the journal was rewritten")
+        self._seq, self._last, self._line = covered.seq, covered.head, covered.seq + 1
+        self._offset = self._tail_start = covered.offset
+        self._tip = Mark(covered.seq, start, covered.offset, covered.head, entry.get("prev"))
+
+    def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
+        """Read and check every complete line past what this process has seen. At open, also hold the journal to
+        its witness and its last checkpoint: one cut back further than a crash can tear is refused. Nothing is
+        changed on disk until every check passed."""
         size = os.fstat(self._fd).st_size
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
+        scanned_from = self._offset
         tail = b""
         for raw, tail in _lines(self._fd, self._offset, size):
             if raw is None:
                 break
-            entry = self._parse(raw)
+            entry, record = self._parse(raw)
             if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset, head=entry["hash"]):
                 raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
-            self._index(entry, self._offset, self._offset + len(raw) + 1)
+            self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+            if self._tail_entries >= self._checkpoint_every:
+                self._checkpoint(self._key)  # a long read (a first open, a reader behind busy writers) stays flat
         if witnessed is not None:
-            why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
-            if why is not None:
-                raise JournalCorrupt(f"{self.path}:{self._line + 1}: {why} ({self._witness.path})")
+            self._hold(witnessed, scanned_from)
+        if checkpoint is not None:
+            self._reaches(checkpoint)
         if tail:
             self._set_aside_torn(tail, self._offset)
+
+    def _hold(self, witnessed: Mark, scanned_from: int) -> None:
+        if witnessed.end <= scanned_from:
+            _, entry = _entry_ending_at(self._fd, witnessed.end)
+            if entry is None or differs(witnessed, seq=entry.get("seq"), start=witnessed.start,
+                                        head=entry.get("hash")) or entry.get("seq") != witnessed.seq:
+                raise JournalCorrupt(f"{self.path}:{witnessed.seq + 1}: entry {witnessed.seq} is not the one its "
+                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
+            return
+        why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
+        if why is not None:
+            raise JournalCorrupt(f"{self.path}:{self._line + 1}: {why} ({self._witness.path})")
+
+    def _reaches(self, checkpoint: dict[str, Any]) -> None:
+        """The journal is not shorter than its last checkpoint, and carries the checkpoint's head where it says."""
+        seq, offset = checkpoint.get("seq"), checkpoint.get("offset")
+        if not isinstance(seq, int) or seq > self._seq:
+            raise JournalCorrupt(f"{self.path}:{self._line + 1}: the journal ends at seq {self._seq}, before its last "
+                                 f"checkpoint's seq {seq!r} ({self.checkpoints_path}): entries were removed")
+        if isinstance(offset, int):
+            _, entry = _entry_ending_at(self._fd, offset) if offset <= self._offset else (0, None)
+            if entry is None or entry.get("seq") != seq or entry.get("hash") != checkpoint.get("head"):
+                raise JournalCorrupt(f"{self.path}:{seq + 1}: entry {seq} does not carry the head of its last "
+                                     f"checkpoint ({self.checkpoints_path}): the journal was rewritten")
+
+    def _checkpoint(self, key: Ed25519PrivateKey | None) -> dict[str, Any]:
+        """Under the lock: flush, move the index to the journal's end, append the checkpoint line."""
+        os.fdatasync(self._fd)  # the index and the checkpoint never cover what the disk might not hold
+        signature = sign(key, checkpoint_statement(self._seq, self._last)) if key is not None else None
+        checkpoint = Checkpoint(self._seq, self._offset, self._last, signature)
+        covered = self._index.covered()
+        floor = covered.offset if covered is not None else 0
+        rows = [(eid, at) for eid, record in self._tail.items() for at in record.offsets if at >= floor]
+        opened = [eid for eid, record in self._tail.items() if record.open_dispatch]
+        settled = [eid for eid, record in self._tail.items() if not record.open_dispatch]
+        self._index.advance(rows, opened, settled, checkpoint)
+        line: dict[str, Any] = {"seq": checkpoint.seq, "head": checkpoint.head, "offset": checkpoint.offset}
+        if signature is not None:
+            line["signature"] = signature
+        with open(self.checkpoints_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
+        return line
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
@@ -225,7 +351,7 @@ class Journal:
         os.fsync(self._fd)
         self.torn.append(tail.decode("utf-8", "replace"))
 
-    def _parse(self, raw: bytes) -> dict[str, Any]:
+    def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
         where = f"{self.path}:{self._line + 1}"
         try:
             entry = json.loads(raw)
@@ -242,24 +368,50 @@ class Journal:
             raise JournalCorrupt(f"{where}: seq {entry['seq']} where {self._seq + 1} was expected")
         if entry.get("prev") != self._last:
             raise JournalCorrupt(f"{where}: prev does not link to the entry before it")
-        record = self._effects.get(entry["effect_id"])
+        record = self._record(entry["effect_id"])
         if entry.get("effect_prev") != (record.last_hash if record else None):
             raise JournalCorrupt(f"{where}: effect_prev does not link to the effect's previous entry")
         if not hash_holds(entry):
             raise JournalCorrupt(f"{where}: hash does not match the entry's content")
-        return entry
+        return entry, record
 
-    def _index(self, entry: dict[str, Any], start: int, end: int) -> None:
+    def _take(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
+        """Fold a checked entry into the effect it belongs to and move the head past it."""
         eid = entry["effect_id"]
-        record = self._effects.get(eid)
         if record is None:
-            record = self._effects[eid] = EffectRecord(eid)
+            record = EffectRecord(eid)
+        self._tail[eid] = record
         record.add(entry, start)
+        self._tail_entries += 1
         self._tip = Mark(entry["seq"], start, end, entry["hash"], entry["prev"])
-        self._seq = entry["seq"]
-        self._last = entry["hash"]
-        self._offset = end
+        self._seq, self._last, self._offset = entry["seq"], entry["hash"], end
         self._line += 1
+
+
+def write_checkpoint(journal: Journal, key: Ed25519PrivateKey) -> dict[str, Any]:
+    """Sign the journal's current head into `<journal>.checkpoints`; checked against the public key, a later cut
+    tail or rewrite then shows to anyone, not only to this library."""
+    return journal.checkpoint(key)
+
+
+def last_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The last checkpoint line of a checkpoints file, or None when there is none yet."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - 4096))
+            lines = [line for line in f.read().split(b"\n") if line.strip()]
+    except FileNotFoundError:
+        return None
+    if not lines:
+        return None
+    try:
+        checkpoint = json.loads(lines[-1])
+    except ValueError:
+        checkpoint = None
+    if not isinstance(checkpoint, dict):
+        raise JournalCorrupt(f"{path}: the last line is not a checkpoint object")
+    return checkpoint
 
 
 def _lines(fd: int, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:
@@ -274,9 +426,27 @@ def _lines(fd: int, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]
         position += len(block)
         pieces = (carry + block).split(b"\n")
         carry = pieces.pop()
-        for piece in pieces:
-            yield piece, b""
+        yield from ((piece, b"") for piece in pieces)
     yield None, carry
+
+
+def _entry_ending_at(fd: int, end: int) -> tuple[int, dict[str, Any] | None]:
+    """(start, entry) of the line whose newline is the byte before `end`; (end, None) when there is none."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return end, None
+    span = 4096
+    while True:
+        begin = max(0, end - 1 - span)
+        chunk = os.pread(fd, end - 1 - begin, begin)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0 or begin == 0:
+            start = begin + cut + 1
+            try:
+                entry = json.loads(chunk[cut + 1:])
+            except ValueError:
+                return start, None
+            return start, entry if isinstance(entry, dict) else None
+        span *= 4
 
 
 def _read_line(fd: int, offset: int) -> bytes:
