@@ -50,9 +50,10 @@ class EffectIndex:
 
     def covered(self) -> Checkpoint | None:
         """The checkpoint the index is exact up to, or None when it covers nothing yet."""
-        row = self._db.execute("SELECT seq, offset, head, signature FROM covered").fetchone()
-        if row is None:
+        rows = self._db.execute("SELECT seq, offset, head, signature FROM covered").fetchall()  # all: no open read
+        if not rows:
             return None
+        row = rows[0]
         return Checkpoint(row[0], row[1], row[2], json.loads(row[3]) if row[3] else None)
 
     def offsets(self, effect_id: str, below: int) -> list[int]:

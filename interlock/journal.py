@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .canonical import entry_hash, hash_holds
+from .canonical import entry_hash, hash_holds, loads
 from .errors import JournalCorrupt
 from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after
 from .index import Checkpoint, EffectIndex
@@ -250,7 +250,7 @@ class Journal:
             return None
         record = EffectRecord(effect_id)
         for offset in offsets:
-            record.add(json.loads(_read_line(self._fd, offset)), offset)
+            record.add(loads(_read_line(self._fd, offset)), offset)
         return record
 
     def _resume(self, covered: Checkpoint) -> None:
@@ -354,7 +354,7 @@ class Journal:
     def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
         where = f"{self.path}:{self._line + 1}"
         try:
-            entry = json.loads(raw)
+            entry = loads(raw)
         except ValueError as exc:
             raise JournalCorrupt(f"{where}: not a JSON line ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(entry, dict):
@@ -368,8 +368,11 @@ class Journal:
             raise JournalCorrupt(f"{where}: seq {entry['seq']} where {self._seq + 1} was expected")
         if entry.get("prev") != self._last:
             raise JournalCorrupt(f"{where}: prev does not link to the entry before it")
-        record = self._record(entry["effect_id"])
-        if entry.get("effect_prev") != (record.last_hash if record else None):
+        # An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
+        # entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look.
+        effect_prev = entry.get("effect_prev")
+        record = self._record(entry["effect_id"]) if effect_prev is not None else self._tail.get(entry["effect_id"])
+        if effect_prev != (record.last_hash if record else None):
             raise JournalCorrupt(f"{where}: effect_prev does not link to the effect's previous entry")
         if not hash_holds(entry):
             raise JournalCorrupt(f"{where}: hash does not match the entry's content")
