@@ -102,12 +102,13 @@ def _happy_path(folder: Path) -> dict[str, Any]:
 
 
 def _witness_flush_ms(path: Path) -> float:
-    """What the witness adds to each flush on its own: take it, read the last mark, record the next one."""
+    """What the witness adds to each append on its own: a shared read, then take it, read the last mark and
+    record the next one."""
     witness = Witness(path)
     started = time.perf_counter()
     for n in range(WITNESS_FLUSHES):
-        with witness.flushing() as record:
-            witness.latest()
+        witness.read()
+        with witness.flushing() as (_, record):
             record(Mark(n, n * 400, (n + 1) * 400, f"{n:064x}", None))
     elapsed = time.perf_counter() - started
     witness.close()

@@ -86,21 +86,17 @@ class Witness:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def flushing(self) -> Iterator[Callable[[Mark], None]]:
-        """Hold the witness while one process flushes the journal; yields the function that records the mark the
-        flush covered. Waiting for it is waiting for the flush in progress, after which `latest` may cover you."""
+    def flushing(self) -> Iterator[tuple[Mark | None, Callable[[Mark], None]]]:
+        """Hold the witness while one process flushes the journal; yields the mark recorded so far and the
+        function that records the mark the flush covered. Waiting for it is waiting for the flush in progress."""
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
-            yield self._write
+            current = self._read()
+            yield current, lambda mark: self._write(mark, current)
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def latest(self) -> Mark | None:
-        """The mark last written; call inside `flushing`."""
-        return self._read()
-
-    def _write(self, mark: Mark) -> None:
-        current = self._read()
+    def _write(self, mark: Mark, current: Mark | None) -> None:
         if current is not None and current.end >= mark.end:
             return
         text = f"{mark.seq} {mark.start} {mark.end} {mark.head} {mark.prev or '-'}"
