@@ -1,8 +1,9 @@
 """The append-only JSONL journal: one hash chain over every entry, O(1) appends, shared safely by processes.
 
 Beside the journal `J` live what the library keeps to trust it without rereading it: `J.witness` (the last durable
-entry, rewritten after each flush), `J.index` (where each effect's entries are, exact up to a checkpoint) and
-`J.checkpoints` (every checkpoint written, signed when the journal has a key). Opening checks the checkpoint and
+entry, rewritten after each flush), `J.index` (where each effect's entries are, exact up to a checkpoint),
+`J.checkpoints` (every checkpoint written, signed when the journal has a key), `J.lock` (the append lock, on a
+file that never rolls) and, for a segmented journal, the rolled segments `J.<first byte>-<end byte>`. Opening checks the checkpoint and
 reads only what came after it; full verification of every entry stays with `interlock.receipts`.
 """
 
@@ -25,6 +26,7 @@ from .canonical import entry_hash, hash_holds, loads
 from .errors import JournalCorrupt
 from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after
 from .index import Checkpoint, EffectIndex
+from .segments import SegmentFiles, line_at, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .witness import Mark, Witness, differs, disagreement
 
@@ -76,7 +78,6 @@ def encode(entry: dict[str, Any]) -> bytes:
     return (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
-BLOCK = 1 << 22
 CHECKPOINT_EVERY = 10_000
 
 
@@ -90,15 +91,18 @@ class Journal:
 
     Every `checkpoint_every` entries it has seen, a process moves the index and writes a checkpoint (signed with
     `key` when one is given, and then checked against it on every open), so memory holds only the effects touched
-    since then and the next open starts from there.
+    since then and the next open starts from there. With `segment_bytes` the file rolls to a new segment at that
+    size; `archive_settled()` moves segments recovery no longer needs to `archive`, where reads still find them.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, key: Ed25519PrivateKey | None = None,
-                 checkpoint_every: int = CHECKPOINT_EVERY):
+                 checkpoint_every: int = CHECKPOINT_EVERY, segment_bytes: int | None = None,
+                 archive: str | os.PathLike[str] | None = None):
         self.path = Path(path)
         self.torn: list[str] = []
         self._key = key
         self._checkpoint_every = checkpoint_every
+        self._segment_bytes = segment_bytes
         self._mutex = threading.Lock()
         self._syncing = threading.Lock()
         self._offset = 0
@@ -110,20 +114,21 @@ class Journal:
         self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`
         self._tail_start = 0  # the index holds every entry before this byte
         self._tail_entries = 0
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self._files = SegmentFiles(self.path, Path(archive) if archive is not None else None)
         self._witness = Witness(f"{self.path}.witness")
         self._index = EffectIndex(f"{self.path}.index")
         try:
             witnessed = self._witness.read()  # before the journal's lock: a flush holds the witness, then takes it
             with self._mutex:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                fcntl.flock(self._lock, fcntl.LOCK_EX)
                 try:
                     covered = self._index.covered()
                     if covered is not None:
                         self._resume(covered)
                     self._catch_up(witnessed, last_checkpoint(self.checkpoints_path))
                 finally:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                    fcntl.flock(self._lock, fcntl.LOCK_UN)
         except BaseException:
             self.close()
             raise
@@ -135,8 +140,8 @@ class Journal:
 
     def close(self) -> None:
         """Release the files."""
-        os.close(self._fd)
-        for side in ("_witness", "_index"):
+        os.close(self._lock)
+        for side in ("_files", "_witness", "_index"):
             if hasattr(self, side):
                 getattr(self, side).close()
 
@@ -157,12 +162,12 @@ class Journal:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
                 self._catch_up(None, None)
                 yield
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def refresh(self) -> None:
         """Read entries other processes appended since this process last looked."""
@@ -180,9 +185,11 @@ class Journal:
             entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
             line = encode(entry)
             start = self._offset
-            os.write(self._fd, line)
+            os.write(self._files.fd, line)
             self._take(entry, record, start, start + len(line))
             mark = self._tip
+            if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
+                self._files.roll()
             if self._tail_entries >= self._checkpoint_every:
                 self._checkpoint(self._key)
         self._make_durable(mark)
@@ -210,7 +217,7 @@ class Journal:
                     return
                 tip = self._written_tip()
                 assert tip.end >= mark.end
-                os.fdatasync(self._fd)
+                os.fdatasync(self._files.fd)  # a segment rolled meanwhile was flushed by whoever rolled it
                 record(tip)
                 self._durable = tip.end
 
@@ -220,15 +227,35 @@ class Journal:
         with self._mutex:
             tip = self._tip
             assert tip is not None
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            fcntl.flock(self._lock, fcntl.LOCK_SH)
             try:
-                end = os.fstat(self._fd).st_size
-                start, entry = _entry_ending_at(self._fd, end) if end > tip.end else (end, None)
+                self._files.follow()
+                end = self._files.size()
+                start, entry = self._entry_ending_at(end) if end > tip.end else (end, None)
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
         if entry is None or type(entry.get("seq")) is not int or type(entry.get("hash")) is not str:
             return tip
         return Mark(entry["seq"], start, end, entry["hash"], entry.get("prev"))
+
+    def _entry_ending_at(self, end: int) -> tuple[int, dict[str, Any] | None]:
+        """(start, entry) of the line ending just before logical byte `end`; (end, None) if no entry ends there."""
+        start, raw = line_ending_at(self._files.pread, end)
+        if raw is None:
+            return start, None
+        try:
+            entry = loads(raw)
+        except ValueError:
+            return start, None
+        return start, entry if isinstance(entry, dict) else None
+
+    def archive_settled(self) -> list[Path]:
+        """Checkpoint, then move every rolled segment that holds nothing recovery still needs (it ends before the
+        checkpoint and before the first entry of every effect with a send open) to the archive directory."""
+        with self._locked():
+            self._checkpoint(self._key)
+            first_open = [r.offsets[0] for r in self._open_records()]
+            return self._files.archive_before(min([self._offset, *first_open]))
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, or None if the journal never saw it."""
@@ -237,6 +264,9 @@ class Journal:
     def open_dispatches(self) -> list[EffectRecord]:
         """Effects whose last send has no resolution: what recovery must settle."""
         self.refresh()
+        return self._open_records()
+
+    def _open_records(self) -> list[EffectRecord]:
         found = {eid: r for eid, r in self._tail.items() if r.open_dispatch}
         for eid in self._index.open_effects():
             if eid not in self._tail:
@@ -248,12 +278,12 @@ class Journal:
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every stored entry, or one effect's, read back from the file."""
         if effect_id is None:
-            with open(self.path, "rb") as f:
-                return [json.loads(line) for line in f if line.endswith(b"\n")]
+            self.refresh()
+            return [loads(raw) for raw, _ in lines(self._files.pread, 0, self._offset) if raw is not None]
         record = self._record(effect_id)
         if record is None:
             return []
-        return [json.loads(_read_line(self._fd, offset)) for offset in record.offsets]
+        return [loads(line_at(self._files.pread, offset)) for offset in record.offsets]
 
     def _record(self, effect_id: str) -> EffectRecord | None:
         record = self._tail.get(effect_id)
@@ -268,20 +298,20 @@ class Journal:
             return None
         record = EffectRecord(effect_id)
         for offset in offsets:
-            record.add(loads(_read_line(self._fd, offset)), offset)
+            record.add(loads(line_at(self._files.pread, offset)), offset)
         return record
 
     def _resume(self, covered: Checkpoint) -> None:
         """Start from the index's checkpoint: the journal must still reach it and carry its head there."""
         where = f"{self.path}:{covered.seq + 1}"
-        size = os.fstat(self._fd).st_size
+        size = self._files.size()
         if size < covered.offset:
             raise JournalCorrupt(f"{where}: the journal is {size} bytes, shorter than its checkpoint at byte "
                                  f"{covered.offset} (seq {covered.seq}) in {self._index.path}: entries were removed")
         if self._key is not None and not signature_holds(
                 covered.signature, checkpoint_statement(covered.seq, covered.head), public_hex(self._key)):
             raise JournalCorrupt(f"{where}: the checkpoint in {self._index.path} is not signed by this journal's key")
-        start, entry = _entry_ending_at(self._fd, covered.offset)
+        start, entry = self._entry_ending_at(covered.offset)
         if entry is None or entry.get("seq") != covered.seq or entry.get("hash") != covered.head:
             raise JournalCorrupt(f"{where}: entry {covered.seq} no longer carries the checkpointed head "
                                  f"({self._index.path}): the journal was rewritten")
@@ -293,12 +323,13 @@ class Journal:
         """Read and check every complete line past what this process has seen. At open, also hold the journal to
         its witness and its last checkpoint: one cut back further than a crash can tear is refused. Nothing is
         changed on disk until every check passed."""
-        size = os.fstat(self._fd).st_size
+        self._files.follow()
+        size = self._files.size()
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
         scanned_from = self._offset
         tail = b""
-        for raw, tail in _lines(self._fd, self._offset, size):
+        for raw, tail in lines(self._files.pread, self._offset, size):
             if raw is None:
                 break
             entry, record = self._parse(raw)
@@ -317,7 +348,7 @@ class Journal:
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
         if witnessed.end <= scanned_from:
-            _, entry = _entry_ending_at(self._fd, witnessed.end)
+            _, entry = self._entry_ending_at(witnessed.end)
             if entry is None or differs(witnessed, seq=entry.get("seq"), start=witnessed.start,
                                         head=entry.get("hash")) or entry.get("seq") != witnessed.seq:
                 raise JournalCorrupt(f"{self.path}:{witnessed.seq + 1}: entry {witnessed.seq} is not the one its "
@@ -334,14 +365,14 @@ class Journal:
             raise JournalCorrupt(f"{self.path}:{self._line + 1}: the journal ends at seq {self._seq}, before its last "
                                  f"checkpoint's seq {seq!r} ({self.checkpoints_path}): entries were removed")
         if isinstance(offset, int):
-            _, entry = _entry_ending_at(self._fd, offset) if offset <= self._offset else (0, None)
+            _, entry = self._entry_ending_at(offset) if offset <= self._offset else (0, None)
             if entry is None or entry.get("seq") != seq or entry.get("hash") != checkpoint.get("head"):
                 raise JournalCorrupt(f"{self.path}:{seq + 1}: entry {seq} does not carry the head of its last "
                                      f"checkpoint ({self.checkpoints_path}): the journal was rewritten")
 
     def _checkpoint(self, key: Ed25519PrivateKey | None) -> dict[str, Any]:
         """Under the lock: flush, move the index to the journal's end, append the checkpoint line."""
-        os.fdatasync(self._fd)  # the index and the checkpoint never cover what the disk might not hold
+        os.fdatasync(self._files.fd)  # the index and the checkpoint never cover what the disk might not hold
         signature = sign(key, checkpoint_statement(self._seq, self._last)) if key is not None else None
         checkpoint = Checkpoint(self._seq, self._offset, self._last, signature)
         covered = self._index.covered()
@@ -365,8 +396,8 @@ class Journal:
             side.write(tail + b"\n")
             side.flush()
             os.fsync(side.fileno())
-        os.ftruncate(self._fd, at)
-        os.fsync(self._fd)
+        os.ftruncate(self._files.fd, at - self._files.base)
+        os.fsync(self._files.fd)
         self.torn.append(tail.decode("utf-8", "replace"))
 
     def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
@@ -433,51 +464,3 @@ def last_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     if not isinstance(checkpoint, dict):
         raise JournalCorrupt(f"{path}: the last line is not a checkpoint object")
     return checkpoint
-
-
-def _lines(fd: int, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:
-    """The complete lines (without their newline) of `fd` between `start` and `end`, read in blocks, then one
-    `(None, tail)`: the bytes after the last newline, which only a torn append leaves."""
-    carry = b""
-    position = start
-    while position < end:
-        block = os.pread(fd, min(BLOCK, end - position), position)
-        if not block:
-            break
-        position += len(block)
-        pieces = (carry + block).split(b"\n")
-        carry = pieces.pop()
-        yield from ((piece, b"") for piece in pieces)
-    yield None, carry
-
-
-def _entry_ending_at(fd: int, end: int) -> tuple[int, dict[str, Any] | None]:
-    """(start, entry) of the line whose newline is the byte before `end`; (end, None) when there is none."""
-    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
-        return end, None
-    span = 1024
-    while True:
-        begin = max(0, end - 1 - span)
-        chunk = os.pread(fd, end - 1 - begin, begin)
-        cut = chunk.rfind(b"\n")
-        if cut >= 0 or begin == 0:
-            start = begin + cut + 1
-            try:
-                entry = json.loads(chunk[cut + 1:])
-            except ValueError:
-                return start, None
-            return start, entry if isinstance(entry, dict) else None
-        span *= 4
-
-
-def _read_line(fd: int, offset: int) -> bytes:
-    buf = b""
-    while not buf.endswith(b"\n"):
-        more = os.pread(fd, 4096, offset + len(buf))
-        if not more:
-            break
-        buf += more
-        if b"\n" in more:
-            buf = buf[: buf.index(b"\n") + 1]
-            break
-    return buf

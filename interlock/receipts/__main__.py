@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalCorrupt
+from ..segments import journal_bytes
 from ..witness import disagreement, witnessed
 from . import BundleError, verify, verify_journal
 
@@ -30,13 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at", default="", help='JSON path inside FILE, e.g. cells[3].evidence.receipt_bundle')
     parser.add_argument("--public-key", help="hex Ed25519 public key that must have signed the bundle or checkpoint")
     parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used")
+    parser.add_argument("--archive", help="where a segmented journal's archived segments are")
     args = parser.parse_args(argv)
     try:
-        data = _load(Path(args.file), args.at)
+        data = _load(Path(args.file), args.at, args.archive)
         checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
         result = _verify(data, args.public_key, checkpoint)
         if not args.at and _is_journal(Path(args.file)):
-            result = _journal_report(Path(args.file), result)
+            result = _journal_report(Path(args.file), args.archive, result)
     except (Unreadable, BundleError, JournalCorrupt) as exc:
         where = args.file + (f": {args.at}" if args.at else "")
         print(f"{where}: {exc}", file=sys.stderr)
@@ -60,9 +62,9 @@ def _is_journal(path: Path) -> bool:
     return path.suffix == ".jsonl" or path.name.endswith(".jsonl")
 
 
-def _load(path: Path, at: str) -> Any:
+def _load(path: Path, at: str, archive: str | None = None) -> Any:
     try:
-        text = path.read_text()
+        text = journal_bytes(path, archive).decode() if _is_journal(path) else path.read_text()
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
@@ -91,10 +93,10 @@ def _journal_lines(text: str) -> list[Any]:
     return data
 
 
-def _journal_report(path: Path, result: dict[str, Any]) -> dict[str, Any]:
+def _journal_report(path: Path, archive: str | None, result: dict[str, Any]) -> dict[str, Any]:
     """Add what the library would do on opening this journal file: set aside a torn last line, and refuse a
     journal cut back behind its witness."""
-    raw = path.read_bytes()
+    raw = journal_bytes(path, archive)
     end = raw.rfind(b"\n") + 1
     result["torn_tail"] = raw[end:].decode("utf-8", "replace") or None
     mark = witnessed(path)
