@@ -105,28 +105,26 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
     wanted = checkpoint.get("seq") if checkpoint is not None else None
     at_checkpoint: Any = None
     i = -1
+    holds_for, found = hash_holds, checks.get  # bound once: this loop runs once per entry
     for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
+        if type(entry) is not dict:
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
-        holds = hash_holds(entry)
+        holds = holds_for(entry)
         get = entry.get
-        if get("seq") != i:
-            problems.append(f"entries[{i}]: seq {get('seq')!r} where {i} was expected")
-        if get("prev") != previous:
-            problems.append(f"entries[{i}]: prev does not link to the entry before it")
-        if not holds:
-            problems.append(f"entries[{i}]: hash does not match the entry's content")
+        if get("seq") != i or get("prev") != previous or not holds:
+            problems += _links(i, entry, previous, holds)
         previous = get("hash")
         if i == wanted:
             at_checkpoint = previous
         eid = get("effect_id")
-        if isinstance(eid, str):
-            check = checks.get(eid)
-            if check is None:
-                check = checks[eid] = EffectCheck(eid, "seq" in entry)
-            check.feed(entry, holds)
+        check = found(eid)
+        if check is None:
+            if type(eid) is not str:
+                continue
+            check = checks[eid] = EffectCheck(eid, "seq" in entry)
+        check.feed(entry, holds)
     signed = None
     if checkpoint is not None:
         signed, found = _checkpoint(i + 1, at_checkpoint, checkpoint, public_key)
@@ -144,6 +142,18 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
         "effects": verified,
         "covers": COVERS,
     }
+
+
+def _links(i: int, entry: dict[str, Any], previous: str | None, holds: bool) -> list[str]:
+    """What is wrong with entry `i`'s place in the journal-wide chain."""
+    problems = []
+    if entry.get("seq") != i:
+        problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
+    if entry.get("prev") != previous:
+        problems.append(f"entries[{i}]: prev does not link to the entry before it")
+    if not holds:
+        problems.append(f"entries[{i}]: hash does not match the entry's content")
+    return problems
 
 
 def _checkpoint(count: int, found: Any, checkpoint: dict[str, Any], public_key: str | None) -> tuple[bool, list[str]]:
