@@ -39,18 +39,29 @@ class EffectIndex:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = str(path)
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
+        self._db: sqlite3.Connection | None = None
+
+    def _open(self, create: bool) -> sqlite3.Connection | None:
+        """The connection; the file is made only by the first checkpoint, so a short journal never has one."""
+        if self._db is None and (create or os.path.exists(self.path)):
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            self._db = db
+        return self._db
 
     def close(self) -> None:
         """Close the database connection."""
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
 
     def covered(self) -> Checkpoint | None:
         """The checkpoint the index is exact up to, or None when it covers nothing yet."""
-        rows = self._db.execute("SELECT seq, offset, head, signature FROM covered").fetchall()  # all: no open read
+        db = self._open(create=False)
+        if db is None:
+            return None
+        rows = db.execute("SELECT seq, offset, head, signature FROM covered").fetchall()  # all: no open read
         if not rows:
             return None
         row = rows[0]
@@ -58,19 +69,24 @@ class EffectIndex:
 
     def offsets(self, effect_id: str, below: int) -> list[int]:
         """Where the effect's entries start, among those before byte `below`."""
-        rows = self._db.execute("SELECT offset FROM entry WHERE effect_id = ? AND offset < ? ORDER BY offset",
-                                (effect_id, below)).fetchall()
+        db = self._open(create=False)
+        if db is None:
+            return []
+        rows = db.execute("SELECT offset FROM entry WHERE effect_id = ? AND offset < ? ORDER BY offset",
+                          (effect_id, below)).fetchall()
         return [row[0] for row in rows]
 
     def open_effects(self) -> list[str]:
         """Effects whose send was open at the covered checkpoint."""
-        return [row[0] for row in self._db.execute("SELECT effect_id FROM open_effect ORDER BY effect_id")]
+        db = self._open(create=False)
+        return [] if db is None else [row[0] for row in db.execute("SELECT effect_id FROM open_effect ORDER BY 1")]
 
     def advance(self, entries: Iterable[tuple[str, int]], opened: Iterable[str], settled: Iterable[str],
                 checkpoint: Checkpoint) -> None:
         """Add entries (effect id, offset), record which effects are now open or settled, and move the covered
         checkpoint, all in one transaction."""
-        db = self._db
+        db = self._open(create=True)
+        assert db is not None
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany("INSERT OR IGNORE INTO entry VALUES (?, ?)", entries)
