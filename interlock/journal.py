@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 from .canonical import entry_hash, hash_holds, loads
 from .errors import JournalCorrupt
-from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after
 from .index import Checkpoint, EffectIndex
+from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after, settles
 from .segments import SegmentFiles, line_at, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .witness import Mark, Witness, differs, disagreement
@@ -52,7 +52,7 @@ class EffectRecord:
         self.open_dispatch = send_open_after(self.open_dispatch, kind)
         if kind == PROPOSED:
             self.payload_hash = entry.get("payload_hash")
-        elif kind in RESOLUTIONS:
+        elif settles(entry):
             self.resolution = entry
 
 

@@ -28,9 +28,15 @@ def send_open_after(pending: bool, kind: Any) -> bool:
     step, so none of them can disagree about which effects recovery still owes."""
     if kind in SENDS:
         return True
-    if kind in RESOLUTIONS:
+    if kind in RESOLUTIONS:  # even a refusal that leaves the effect open to a later submit ends the send
         return False
     return pending
+
+
+def settles(entry: dict[str, Any]) -> bool:
+    """Whether an entry resolves its effect for good: a resolution, except a refusal made before anything was
+    sent (`resolves: false`), after which a later submit of the same effect may try again."""
+    return entry.get("kind") in RESOLUTIONS and entry.get("resolves") is not False
 
 
 def open_send(entries: Iterable[dict[str, Any]]) -> bool:

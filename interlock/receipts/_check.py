@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED, RESOLUTIONS, send_open_after)
+                     REFUSED, RESOLUTIONS, send_open_after, settles)
 
 LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
 KNOWN_KINDS = KINDS | LEGACY_KINDS
@@ -80,11 +80,12 @@ class EffectCheck:
         if chained:  # a chained journal never holds a second resolution or a result with no send open: the
             # journal stores a late answer as LATE_RESULT and the gate resolves only what it sent, so each is forged
             if kind in RESOLUTIONS:
-                if self.order_resolved:
+                settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
+                if settling and self.order_resolved:
                     self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
                 elif kind != REFUSED and not self.order_open:
                     self.order.append(f"entries[{i}]: {kind} with no send open")
-                self.order_resolved = True
+                self.order_resolved = self.order_resolved or settling
             self.order_open = send_open_after(self.order_open, kind)
         if kind in FOLDED:
             self._fold(entry, kind)
