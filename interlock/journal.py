@@ -222,18 +222,15 @@ class Journal:
                 self._durable = tip.end
 
     def _written_tip(self) -> Mark:
-        """The last line in the file, whoever wrote it: read, not checked (whoever catches up checks it), so the
-        flush that every writer waits for is not held up by parsing the others' lines."""
-        with self._mutex:
+        """The last line in the file, whoever wrote it: read without the journal's lock and not checked (whoever
+        catches up checks it), so the flush every writer waits for is not held up behind the writers. A line is
+        taken only when the byte after it is its newline, so a write still in progress is never mistaken for one;
+        anything unclear falls back to this process's own last entry."""
+        with self._mutex:  # the descriptor may be swapped by this process's own roll
             tip = self._tip
             assert tip is not None
-            fcntl.flock(self._lock, fcntl.LOCK_SH)
-            try:
-                self._files.follow()
-                end = self._files.size()
-                start, entry = self._entry_ending_at(end) if end > tip.end else (end, None)
-            finally:
-                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            end = self._files.size()
+            start, entry = self._entry_ending_at(end) if end > tip.end else (end, None)
         if entry is None or type(entry.get("seq")) is not int or type(entry.get("hash")) is not str:
             return tip
         return Mark(entry["seq"], start, end, entry["hash"], entry.get("prev"))
