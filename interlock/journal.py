@@ -60,6 +60,18 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
          record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
     """The next entry, linked and hashed; a resolution that comes late (the effect is already resolved, or the
     writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
+    return sealed(kind, effect_id, plain(data), seq=seq, prev=prev, record=record, late=late)
+
+
+def plain(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` as it reads back from the journal (tuples as lists, keys as strings): the form every hash is over.
+    Done before the append lock, so writers waiting on it do not wait on this too."""
+    return json.loads(json.dumps(data))
+
+
+def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
+           record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
+    """`seal` for data that is already `plain`."""
     if kind not in KINDS:
         raise ValueError(f"unknown journal kind {kind!r}")
     if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):
@@ -69,7 +81,7 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
     entry.update(data)
     entry["prev"] = prev
     entry["effect_prev"] = record.last_hash if record else None
-    entry["hash"] = entry_hash(json.loads(json.dumps(entry)))
+    entry["hash"] = entry_hash(entry)
     return entry
 
 
@@ -180,9 +192,10 @@ class Journal:
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution.
         """
+        data = plain(data)
         with self._locked():
             record = self._record(effect_id)
-            entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
+            entry = sealed(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
             line = encode(entry)
             start = self._offset
             os.write(self._files.fd, line)
