@@ -198,7 +198,8 @@ def test_entries_carry_the_servers_time_not_the_writers_clock(pg_url, monkeypatc
 
 def test_journal_sessions_pin_read_committed_under_a_repeatable_read_default(pg_url):
     with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f"ALTER DATABASE \"{pg_url.rsplit('/', 1)[1]}\" SET default_transaction_isolation = 'repeatable read'")
+        database = pg_url.rsplit("/", 1)[1]
+        admin.execute(f"ALTER DATABASE \"{database}\" SET default_transaction_isolation = 'repeatable read'")
     journal = PgJournal(pg_url)
     assert journal.connect().execute("SHOW transaction_isolation").fetchone()[0] == "read committed"
     with psycopg.connect(pg_url, autocommit=True) as plain:

@@ -39,10 +39,12 @@ class PgJournal:
     before it is durable: a process taking over a claim from a live lease commits its takeover synchronously,
     so it never decides on an entry a server crash could take back; only a reader without the claim (an export
     taken in that instant) can see one. Unique constraints refuse a forked chain even from a writer that skips
-    the function. An append for an effect whose claim this process holds is fenced on the
-    claim's epoch. Every session pins READ COMMITTED, whatever the database's default, since each statement of
-    an append must see the entry committed just before it. Database failures surface as JournalUnavailable
-    (saying what is known of the effect's send) or ClaimLost, never as driver errors.
+    the function. An append for an effect whose claim this process holds is fenced on the claim's epoch.
+
+    Every session pins READ COMMITTED, whatever the database's default, since each statement of an append must
+    see the entry committed just before it. Database failures surface as JournalUnavailable (saying what is
+    known of the effect's send) or ClaimLost, never as driver errors; a database away for a moment (a restart,
+    a terminated session) is waited for, and an append retried then is recognised by its token, never doubled.
     """
 
     def __init__(self, url: str):
@@ -123,8 +125,8 @@ class PgJournal:
         def read(conn: psycopg.Connection[Any]) -> list[EffectRecord]:
             cur = conn.cursor()
             ids = [row[0] for row in cur.execute(
-                "SELECT DISTINCT effect_id FROM interlock_journal WHERE kind = ANY(%s) AND interlock_open_send(effect_id)",
-                (sorted(SENDS),)).fetchall()]
+                "SELECT DISTINCT effect_id FROM interlock_journal"
+                " WHERE kind = ANY(%s) AND interlock_open_send(effect_id)", (sorted(SENDS),)).fetchall()]
             records = [_fold(cur, eid) for eid in sorted(ids)]
             return [r for r in records if r is not None and r.open_dispatch]
 
@@ -201,11 +203,12 @@ class PgJournal:
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         token = _token(data)
         body, line = _template(kind, effect_id, data, token, late=False)
-        late_body, late_line = _template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS else (None, None)
+        late_body, late_line = (_template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS
+                                else (None, None))
         epoch, holder = self._epochs.get(effect_id, (None, None))
         params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
 
-        def attempt() -> tuple[str]:
+        def attempt() -> Any:
             conn = self._session()
             cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
@@ -223,7 +226,7 @@ class PgJournal:
             return cur.fetchone()
 
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
-        entry = json.loads(row[0])
+        entry: dict[str, Any] = json.loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
         elif entry["kind"] in RESOLUTIONS:
