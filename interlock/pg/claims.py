@@ -81,8 +81,7 @@ class PgClaims:
         self._held: dict[str, PgClaim] = {}
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
-        with self._lock:
-            self._session()
+        self._run(lambda conn: None, "connect")
 
     def close(self) -> None:
         """Stop renewing and end the claims session: held claims not in a request are free at once."""
