@@ -69,7 +69,7 @@ class Recovery:
         if not rechecked.passed:
             return self._settle_unsent(rechecked)
         if self.target.can_lookup:
-            settled = self._look_up(rechecked)
+            settled = self.look_up(rechecked)
             if settled is not None:
                 return settled
         if self.target.tier == TIER_BLIND:
@@ -86,7 +86,7 @@ class Recovery:
         """The send raised the caller's own error: look once, else journal it as AMBIGUOUS; never resend it."""
         error = describe_error(exc)
         if self.target.can_lookup:
-            settled = self._look_up(checks, error=error)
+            settled = self.look_up(checks, error=error)
             if settled is not None:
                 return settled
         self.journal.append(AMBIGUOUS, self.eid, {
@@ -111,9 +111,9 @@ class Recovery:
             raise ClaimLost(f"the claim on {self.eid} was taken over while recovery waited")
         return None
 
-    def _look_up(self, rechecked: Check | None, *, error: dict[str, str] | None = None) -> Outcome | None:
+    def look_up(self, rechecked: Check | None, *, error: dict[str, str] | None = None) -> Outcome | None:
         """COMMITTED_ON_QUERY when the service holds the effect, None when it does not, AMBIGUOUS (left open)
-        when the service did not answer."""
+        when the service did not answer: the one more lookup that follows every negative answer."""
         try:
             found = self.target.lookup(self.eid, self.effect.payload)
         except Exception as exc:  # the service did not answer: the dispatch stays open for the next recovery
@@ -132,7 +132,7 @@ class Recovery:
         if not self.target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
             return self._ambiguous("the re-check failed and there is no lookup: whether the send landed is unknown",
                                    rechecked)
-        settled = self._look_up(rechecked)
+        settled = self.look_up(rechecked)
         if settled is not None:
             return settled
         code = RefusalCode.LEASE_AT_RECOVERY if not rechecked.lease_live else RefusalCode.STALE_PREMISE_AT_RECOVERY
@@ -151,7 +151,7 @@ class Recovery:
             result = apply(self.target, self.eid, self.effect.payload, self.claim)
         except Rejected as no:
             if self.target.can_lookup:  # a precondition may have met our own earlier send, landed late
-                settled = self._look_up(rechecked)
+                settled = self.look_up(rechecked)
                 if settled is not None:
                     return settled
             code = RefusalCode.STALE_PREMISE_AT_RECOVERY if no.precondition else RefusalCode.TARGET_ERROR
