@@ -53,7 +53,8 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT (hashtextextended(p_effect, 0) & ~65535::bigint) | (p_epoch & 65535)
 $$;
 
--- Whether the effect's last send has no resolution after it.
+-- Whether the effect's last send has no resolution after it: the journal's one open-send rule, in SQL, for the
+-- claim's takeover; the journal's readers fold the entries themselves (EffectRecord).
 CREATE OR REPLACE FUNCTION interlock_open_send(p_effect text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(max(seq) FILTER (WHERE kind IN ('DISPATCHED', 'REDISPATCHED')), -1)
