@@ -25,7 +25,7 @@ experiments: $(STAMP)
 	$(PY) -m experiments.scenario_calendar
 
 explore: $(STAMP)
-	$(PY) -m experiments.explore --schedules 1000
+	$(PY) -m experiments.explore --hazard all --schedules 1000 --pg-schedules 500
 
 serve: $(STAMP)
 	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000

@@ -98,14 +98,14 @@ def test_with_no_result_files_the_site_shows_the_published_runs_and_says_no_loca
 @needs_reference
 def test_a_bad_result_file_stops_the_build_with_one_line_and_exit_2(tmp_path):
     data = json.loads(REFERENCE_FILES[0].read_text())
-    del data["cells"][4]["outcome"]
+    del data["cells"][4]["artifacts"]["outcome_restart.json"]["outcome"]
     bad = tmp_path / "gcp_resource.json"
     bad.write_text(json.dumps(data))
     run = subprocess.run([sys.executable, "-m", "pipeline", "build", str(bad), "--out", str(tmp_path / "out")],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(bad) in lines[0] and "cells[4].outcome" in lines[0]
+    assert len(lines) == 1 and str(bad) in lines[0] and "cells[4].artifacts[\"outcome_restart.json\"].outcome" in lines[0]
     assert not (tmp_path / "out" / "site").exists()
 
 

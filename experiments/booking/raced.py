@@ -27,7 +27,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from interlock import Effect, Gate, Journal, Rejected, killpoints, landed
+from experiments import crash
+from interlock import Effect, Gate, Journal, Rejected, landed
 from interlock.targets.base import TIER_DEDUPE
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
@@ -126,7 +127,7 @@ class Trials:
         target = StampedTarget(inner) if variant == "gate" else SendRecheckTarget(inner, premise.read)
         effect = Effect(f"booking:{request_id}", {"event": event_body(variant, request_id, decision)}, [premise],
                         RequestLease(path), AGENT)
-        gate = Gate(self.journals[variant], target)
+        gate = Gate(self.journals[variant], target, hooks=crash.HOOK)
         customer: dict[str, Any] = {}
         racer = self._racer(kind, offset, slot, customer)
         started = time.time()
@@ -158,7 +159,7 @@ class Trials:
             return None
         if kind == "forced":
             pause = self.directory / "pause"
-            os.environ.update({"INTERLOCK_PAUSE_AT": killpoints.BEFORE_SEND, "INTERLOCK_PAUSE_FILE": str(pause)})
+            os.environ.update({"INTERLOCK_PAUSE_AT": crash.BEFORE_SEND, "INTERLOCK_PAUSE_FILE": str(pause)})
 
             def forced() -> None:
                 while not pause.exists():

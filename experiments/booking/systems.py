@@ -19,7 +19,8 @@ from typing import Any
 import httplib2
 from googleapiclient.errors import HttpError
 
-from interlock import Effect, Gate, effect_id_for, killpoints, landed, verify
+from experiments import crash
+from interlock import Effect, Gate, effect_id_for, landed, verify
 from interlock.premises import NOT_SET
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
@@ -71,7 +72,7 @@ def no_check(job: Job, decision: dict[str, Any]) -> dict[str, Any]:
         write_result(queue, {"event_id": event_id, "body": body, "checked": {"request": "live", "busy": []}})
     body = json.loads(queue.read_text())["body"]
     job.log("send", event_id=event_id, check=None)
-    killpoints.reach(killpoints.BEFORE_SEND)
+    crash.reach(crash.BEFORE_SEND)
     try:
         _insert(job, body)
         outcome = "BOOKED"
@@ -79,7 +80,7 @@ def no_check(job: Job, decision: dict[str, Any]) -> dict[str, Any]:
         if exc.resp.status != 409:
             raise
         outcome = "ALREADY_EXISTS_409"
-    killpoints.reach(killpoints.AFTER_COMMIT)
+    crash.reach(crash.AFTER_COMMIT)
     return _result(job, outcome, event_id)
 
 
@@ -98,7 +99,7 @@ def hand_check(job: Job, decision: dict[str, Any]) -> dict[str, Any]:
         return _result(job, "REFUSED:slot_busy", event_id, busy=busy, **looked)
     body = {**event_body(job.system, job.request_id, decision), "id": event_id}
     job.log("send", event_id=event_id, check=HAND_CHECK.format(status="live", busy="empty", event_id=event_id))
-    killpoints.reach(killpoints.BEFORE_SEND)
+    crash.reach(crash.BEFORE_SEND)
     try:
         _insert(job, body)
         outcome = "BOOKED"
@@ -110,7 +111,7 @@ def hand_check(job: Job, decision: dict[str, Any]) -> dict[str, Any]:
         if not _live(job, event_id):
             raise
         outcome = "FOUND_BY_LOOKUP"
-    killpoints.reach(killpoints.AFTER_COMMIT)
+    crash.reach(crash.AFTER_COMMIT)
     if outcome == "FOUND_BY_LOOKUP":
         return _result(job, outcome, event_id, writes_found=[event_id])
     return _result(job, outcome, event_id)
@@ -128,7 +129,7 @@ def gated(job: Job, decision: dict[str, Any], *, expect: Any) -> dict[str, Any]:
     effect = Effect(key, {"event": event_body(job.system, job.request_id, decision)}, [premise],
                     RequestLease(job.request_path), AGENT)
     outcome = Gate(journal, CalendarEventTarget(job.service, job.calendar_id), claims=claims,
-                   claim_wait=CLAIM_WAIT_SECONDS).submit(effect)
+                   claim_wait=CLAIM_WAIT_SECONDS, hooks=crash.HOOK).submit(effect)
     receipt_bundle = case_bundle(journal, effect_id, job.directory / JOURNAL_FILE)
     receipt = verify(receipt_bundle)
     return {

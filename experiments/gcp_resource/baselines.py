@@ -13,7 +13,7 @@ from typing import Any
 from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
 
-from interlock import killpoints
+from experiments import crash
 
 from experiments.gcp_resource.case import AGENT, AGENT_WRITER, INCIDENT_ID, JOB_FILE, LOG_FILE, WRITER_KEY, read_json
 from experiments.harness import write_result
@@ -42,7 +42,7 @@ def run_job(system: str, phase: str, case_dir: Path, client: storage.Client) -> 
         check = f"ifGenerationMatch={job['generation']}; on 412 list versions for job_id={job['job_id']}"
     log = _Log(case_dir / LOG_FILE, system, phase)
     log.write(event="send", object=job["object"], check=check)
-    killpoints.reach(killpoints.BEFORE_SEND if phase == "decide" else killpoints.RECOVERY_BEFORE_RESEND)
+    crash.reach(crash.BEFORE_SEND if phase == "decide" else crash.RECOVERY_BEFORE_RESEND)
     blob = client.bucket(job["bucket"]).blob(job["object"])
     blob.metadata = job["metadata"]
     try:
@@ -51,7 +51,7 @@ def run_job(system: str, phase: str, case_dir: Path, client: storage.Client) -> 
     except PreconditionFailed:
         outcome, ids = _look_up(client, job)
     else:
-        killpoints.reach(killpoints.AFTER_COMMIT)
+        crash.reach(crash.AFTER_COMMIT)
         outcome, ids = "WRITTEN", {"generation": str(blob.generation)}
     log.write(event="result", outcome=outcome, ids=ids)
     write_result(case_dir / JOB_FILE, {**job, "done": [outcome, ids]})

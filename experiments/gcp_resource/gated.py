@@ -11,6 +11,7 @@ from typing import Any
 
 from google.cloud import storage
 
+from experiments import crash
 from interlock import Effect, Gate
 from interlock.targets.gcs import GcsObjectTarget, generation_premise
 
@@ -39,7 +40,7 @@ def submit(system: str, phase: str, case_dir: Path, client: storage.Client, case
     )
     journal, claims = open_for_case(case_dir / JOURNAL_FILE)
     gate = Gate(journal, GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}), claims=claims,
-                claim_wait=CLAIM_WAIT_SECONDS)
+                claim_wait=CLAIM_WAIT_SECONDS, hooks=crash.HOOK)
     if system == INTERLOCK_TTL and phase == "restart":
         _wait_out_claim_ttl(gate, effect.effect_id)
     outcome = gate.submit(effect)
