@@ -58,13 +58,6 @@ def from_cells(cells: Iterable[Cell]) -> tuple[Outcome, ...]:
                          bool(c.truth.double_booked)) for c in cells)
 
 
-def from_figures(cells: Iterable[Mapping[str, Any]]) -> tuple[Outcome, ...]:
-    """Outcomes as a published page reported them (site/data/published_runs.json), for a run with no file here."""
-    return tuple(Outcome(c["fault"], c["system"], c["invariant_held"] is True, c["answer_matches"],
-                         c["can_prove"] is True, c["seconds_to_settle"], c.get("double_booked") is True)
-                 for c in cells)
-
-
 def ran(provenance: Provenance) -> tuple[str, bool]:
     """What ran, in the words a first-time reader needs: real services or stand-ins, a model or the scripted one."""
     services = [s for s in provenance.services if s.role != "model"]
@@ -75,12 +68,6 @@ def ran(provenance: Provenance) -> tuple[str, bool]:
     if model is not None and model.real:
         return f"{where} and a model", real
     return f"{where} and the scripted decider", False
-
-
-def published_side(figures: Mapping[str, Any]) -> Side:
-    """The published page's own figures, labelled with the model it names."""
-    return Side("published run", "real Google services and a model", True,
-                from_figures(figures["cells"]))
 
 
 def scenario_side(scenario: Scenario) -> Side:
