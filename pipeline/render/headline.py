@@ -16,7 +16,7 @@ _SLOWER = 1.5  # a gate median this many times a baseline's counts as slower, th
 
 @dataclass(frozen=True)
 class Outcome:
-    """The scored columns of one cell, from a judged cell or from a published page's figures alike."""
+    """The scored columns of one judged cell, all the block needs, so runs of any scenario can be pooled."""
 
     fault: str
     system: str
@@ -32,8 +32,8 @@ class Side:
     """One run in the verdict block: what it is, what ran, and its cells' outcomes."""
 
     title: str  # "published run" | "this run"
-    ran: str  # "real services and a model (claude-haiku-4-5)" | "local stand-ins and the scripted decider"
-    real: bool
+    ran: str  # "real services and a model" | "local stand-ins and the scripted decider"
+    real: bool  # real services and a real model: its claim TTL, when stated, explains a slow gate
     outcomes: tuple[Outcome, ...]
 
     def systems(self) -> list[str]:
