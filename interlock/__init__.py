@@ -1,4 +1,14 @@
-"""Interlock: gate an agent's side effects on premises, leases and claims, and keep a hash-chained record."""
+"""Interlock: gate an agent's side effects on premises, leases and claims, and keep a hash-chained record.
+
+The way in is `Interlock`: open a journal (a path or a `postgresql://` URL), decorate each function that acts on
+the world with `@app.effect(...)`, call it with the values the agent decided on (`observed=`), and run
+`app.recover()` after a crash. Each call returns an `Outcome` whose `Status` says whether the effect landed.
+
+Below it sit `Gate` (one target behind a journal and claims), `Effect`, `Premise` and the leases, the targets
+(`FunctionTarget`; `interlock.targets.gcs` and `interlock.targets.calendar` for the two cloud services), the
+journals (`Journal`, `interlock.pg`), receipts (`verify`, `bundle`), and every error under `InterlockError`
+(`interlock.errors`). Fault tests pass a hook (`interlock.hooks`); nothing outside the program can fault it.
+"""
 
 from .app import Action, AsyncAction, Interlock, Recovered, Unsettled, current_effect
 from .backends import open_journal

@@ -39,7 +39,7 @@ import inspect
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, overload
 
 from ._protocols import ClaimsLike, JournalLike
 from .backends import open_journal
@@ -55,7 +55,6 @@ from .targets.base import TIER_BLIND, TIER_LOOKUP
 from .targets.function import FunctionTarget
 
 P = ParamSpec("P")
-R = TypeVar("R")
 OBSERVED = "observed"
 
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("interlock_current_effect")

@@ -138,7 +138,10 @@ class Gate:
         self.hooks.reach(points.BEFORE_REQUEST)
         try:
             result = apply(self.target, eid, effect.payload, claim)
-        except Rejected as no:
+        except Rejected as no:  # a fence may have met this effect landed already (by a successor that took over)
+            settled = self._recovery(effect, claim).look_up(looked) if self.target.can_lookup else None
+            if settled is not None:
+                return settled
             code = RefusalCode.STALE_PREMISE if no.precondition else RefusalCode.TARGET_ERROR
             return refuse(self.journal, eid, code, no.detail, None, resolves=True, epoch=claim.epoch)
         except Exception as exc:

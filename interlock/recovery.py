@@ -25,20 +25,11 @@ from ._protocols import ClaimLike, JournalLike
 from .checks import Check, check
 from .effects import Effect, proposal
 from .errors import ClaimLost
-from .hooks import NO_HOOKS, Hooks
+from .hooks import Hooks
 from .kinds import AMBIGUOUS, COMMITTED, REDISPATCHED, REFUSED, SENDS
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
 from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target, in_flight_bound, unanswered
-
-
-def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike,
-                   hooks: Hooks = NO_HOOKS, *, wait: float = 0.0) -> Outcome:
-    """Settle one open dispatch; `wait` is how long it may wait for a request that can still land.
-
-    Raises ClaimLost when the claim was taken over before a resend (nothing was sent).
-    """
-    return Recovery(journal, target, effect, claim, hooks).settle(wait)
 
 
 def describe_error(exc: BaseException) -> dict[str, str]:
@@ -54,7 +45,10 @@ def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimL
 
 
 class Recovery:
-    """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too."""
+    """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
+
+    `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent).
+    """
 
     def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks):
         self.journal = journal
@@ -75,7 +69,7 @@ class Recovery:
         if not rechecked.passed:
             return self._settle_unsent(rechecked)
         if self.target.can_lookup:
-            settled = self._look_up(rechecked)
+            settled = self.look_up(rechecked)
             if settled is not None:
                 return settled
         if self.target.tier == TIER_BLIND:
@@ -92,7 +86,7 @@ class Recovery:
         """The send raised the caller's own error: look once, else journal it as AMBIGUOUS; never resend it."""
         error = describe_error(exc)
         if self.target.can_lookup:
-            settled = self._look_up(checks, error=error)
+            settled = self.look_up(checks, error=error)
             if settled is not None:
                 return settled
         self.journal.append(AMBIGUOUS, self.eid, {
@@ -117,9 +111,9 @@ class Recovery:
             raise ClaimLost(f"the claim on {self.eid} was taken over while recovery waited")
         return None
 
-    def _look_up(self, rechecked: Check | None, *, error: dict[str, str] | None = None) -> Outcome | None:
+    def look_up(self, rechecked: Check | None, *, error: dict[str, str] | None = None) -> Outcome | None:
         """COMMITTED_ON_QUERY when the service holds the effect, None when it does not, AMBIGUOUS (left open)
-        when the service did not answer."""
+        when the service did not answer: the one more lookup that follows every negative answer."""
         try:
             found = self.target.lookup(self.eid, self.effect.payload)
         except Exception as exc:  # the service did not answer: the dispatch stays open for the next recovery
@@ -138,7 +132,7 @@ class Recovery:
         if not self.target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
             return self._ambiguous("the re-check failed and there is no lookup: whether the send landed is unknown",
                                    rechecked)
-        settled = self._look_up(rechecked)
+        settled = self.look_up(rechecked)
         if settled is not None:
             return settled
         code = RefusalCode.LEASE_AT_RECOVERY if not rechecked.lease_live else RefusalCode.STALE_PREMISE_AT_RECOVERY
@@ -157,7 +151,7 @@ class Recovery:
             result = apply(self.target, self.eid, self.effect.payload, self.claim)
         except Rejected as no:
             if self.target.can_lookup:  # a precondition may have met our own earlier send, landed late
-                settled = self._look_up(rechecked)
+                settled = self.look_up(rechecked)
                 if settled is not None:
                     return settled
             code = RefusalCode.STALE_PREMISE_AT_RECOVERY if no.precondition else RefusalCode.TARGET_ERROR

@@ -11,6 +11,7 @@
 | `calendar_api` | the real googleapiclient Calendar service at `calendar_server` |
 | `messages_server` | the Messages API stub; INTERLOCK_MESSAGES_URL points at it |
 | `ledger` | a fresh ledger write service (`experiments.services.ledger`), no delay, no fence: configure it per test |
+| `redis_server` (session) | a throwaway redis-server on loopback (`.url`, `.host`, `.port`), nothing persisted |
 
 The cloud clients are imported inside the fixtures, so test files that use none of them do not pay for the import.
 """
@@ -104,3 +105,11 @@ def ledger(tmp_path):
 
     with ledger_service(tmp_path / "ledger.jsonl") as service:
         yield service
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    from experiments.services.redis import RedisServer
+
+    with RedisServer() as server:
+        yield server

@@ -16,7 +16,7 @@ import pytest
 
 from interlock import (ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims, Interlock,
                        Status, UnjournalableArgument, current_effect, effect_id_for, verify)
-from tests.app_worker import SLOT, app_for, async_app_for, load, save
+from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
 
 ROOT = Path(__file__).resolve().parents[1]
 FREE = {"other_events_in_slot": []}
@@ -169,11 +169,10 @@ def test_a_refusal_before_the_send_lets_a_later_submit_try_again(tmp_path):
 
 def test_a_busy_effect_fails_fast_with_claim_wait_zero(tmp_path):
     app = Interlock(tmp_path / "journal.jsonl", claim_wait=0)
-    app.effect(name="x", key=lambda: "k", in_flight=0.0)(lambda: None)
-    action = app._specs["x"]
+    action = app.effect(name="x", key=lambda: "k", in_flight=0.0)(lambda: None)
     held = FileClaims(tmp_path / "journal.jsonl.claims").acquire(effect_id_for("k"), 0)
     started = time.monotonic()
-    outcome = action.gate.submit(action._effect((), {}, {}, {}))
+    outcome = action()
     assert outcome.status == "IN_FLIGHT" and time.monotonic() - started < 0.5
     with pytest.raises(EffectUnsettled):
         outcome.raise_for_status()
@@ -215,6 +214,8 @@ def test_recover_refuses_a_rollback_whose_generation_moved_during_the_outage(wor
     app, _, _ = app_for(world)
     entries = app.journal.entries(effect_id_for("rollback:config/app.json:INC-1"))
     assert entries[-1]["rechecked"]["violations"] == ["generation: was 1, now 2"]
+    again = run(world, "rollback")  # a refusal at recovery is final: the same call stays refused
+    assert json.loads(again.stdout) == ["REFUSED:stale_premise_at_recovery"], again.stderr
 
 
 def test_recover_finds_an_async_rollback_that_landed_before_the_kill(world):
@@ -240,8 +241,12 @@ def test_recover_reports_open_effects_of_unregistered_actions_and_settles_the_re
 def test_one_effect_that_cannot_be_rebuilt_does_not_stop_recovery_of_the_others(world):
     assert run(world, "book", "r1", kill="after_commit").returncode == -signal.SIGKILL
     assert run(world, "rollback", kill="after_commit").returncode == -signal.SIGKILL
-    app, _, _ = app_for(world)
-    app._specs["book"].key = lambda rid, start, end: f"renamed:{rid}"
+    app = Interlock(world / "journal.jsonl")
+    places = World(world)
+    app.effect(name="book", key=lambda rid, start, end: f"renamed:{rid}", tier=1, lookup=places.find_event,
+               facts={"other_events_in_slot": places.others_in_slot})(places.insert)
+    app.effect(name="rollback", key=lambda obj, to_version: f"rollback:{obj}:INC-1", lease=places.incident_open,
+               facts={"generation": places.generation}, lookup=places.find_write, in_flight=0.0)(places.write)
     recovered = app.recover()
     assert [o.status for o in recovered.settled] == ["COMMITTED_ON_QUERY"]
     assert "key of 'book' gives effect" in recovered.unsettled[0].reason

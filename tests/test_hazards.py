@@ -142,3 +142,24 @@ def test_an_exception_from_the_send_is_journaled_and_not_retried(world, ledger):
     again = finished(worker(world, ledger, "--in-flight", "0"))
     assert again["status"] == "AMBIGUOUS" and again["error"]["type"] == "KeyError"
     assert not at_the_service(ledger), "a send whose own code failed was called again"
+
+
+def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_service(world, ledger):
+    ledger.configure(fences=["epoch"])
+    pause = world / "paused"
+    sender = worker(world, ledger, "--fence", "epoch", "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="before_request", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching before_request")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "0.2",
+                                  "--ttl", "1.0", "--claim-wait", "5"))
+        assert outcome["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    woke = finished(sender)
+    assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stale epoch's request landed"
+    assert woke["status"] == "COMMITTED_ON_QUERY", "the woken sender's record disagrees with the service"
+    kinds = [e["kind"] for e in Journal(world / "journal.jsonl").entries(EFFECT)]
+    assert kinds.count("COMMITTED") == 1 and "LATE_RESULT" in kinds
