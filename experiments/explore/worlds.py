@@ -101,7 +101,7 @@ class GcpWorld:
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
-        return [case.system, phase, str(case.directory)]
+        return ["--case", str(case.directory), "--system", case.system, "--phase", phase]
 
     def arm_cut(self, case: Case) -> None:
         """Lose the answer of the next agent upload of this object that the store commits."""
@@ -140,7 +140,7 @@ class CalendarWorld:
     """The Calendar v3 stand-in; one 30-minute slot and one booking request per run."""
 
     scenario = "calendar"
-    module = "experiments.booking.worker"
+    module = "experiments.calendar.worker"
     journal = "journal.jsonl"
     log = "worker.log"
     calendar_id = "primary"
@@ -155,7 +155,7 @@ class CalendarWorld:
     @staticmethod
     def services(stack: contextlib.ExitStack, work: Path) -> CalendarWorld:
         """Start the Calendar stand-in for the whole exploration."""
-        from experiments.booking.service import CALENDAR_URL, calendar_service
+        from experiments.clients import CALENDAR_URL, calendar_service
         from experiments.services import calendar_standin
 
         standin = stack.enter_context(calendar_standin(work / "calendar-writes.jsonl"))
@@ -165,7 +165,7 @@ class CalendarWorld:
 
     def setup(self, directory: Path, seed: int, system: str) -> Case:
         """A live request for a fresh slot; the first worker decides it, as in the scenario."""
-        from experiments.booking import baseline_event_id, new_request, write_request
+        from experiments.calendar.request import baseline_event_id, new_request, write_request
 
         start = self.base + timedelta(hours=next(self.slots))
         slot_start, slot_end = _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
@@ -189,7 +189,7 @@ class CalendarWorld:
 
     def act(self, case: Case, action: str) -> None:
         """A customer event lands on the slot, or the booking request is cancelled."""
-        from experiments.booking import customer_event, read_request, write_request
+        from experiments.calendar.request import customer_event, read_request, write_request
 
         if action == "slot_taken":
             self.service.events().insert(calendarId=self.calendar_id,
@@ -200,14 +200,14 @@ class CalendarWorld:
 
     def truth(self, case: Case) -> Truth:
         """Agent inserts from the stand-in's write log; live agent events from events.list on the slot."""
-        from experiments.booking.grade import booking_request
-        from experiments.booking.service import slot_events
+        from experiments.calendar.service import slot_events
 
         ours = case.ids["event_id"]
         writes = [(e["event_id"], float(e["ts"])) for e in self.standin.write_log()
                   if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200]
         events = slot_events(self.service, self.calendar_id, *case.ids["slot"])
-        live = sum(booking_request(e) == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
+        live = sum(((e.get("extendedProperties") or {}).get("private") or {}).get("booking_request")
+                   == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
         return Truth(writes, live)
 
 
