@@ -21,7 +21,8 @@ A scenario is one module holding a `Scenario` subclass, run as `python -m experi
 | `claim_settings()`, `extra_services()` | what the provenance block says about claims and local services |
 | `add_arguments(parser)`, `full(args)` | scenario options, and whether they leave the run complete |
 
-A new system is one entry in the scenario's `systems` (and its worker's table of systems).
+A new system is one entry in the scenario's table of systems (`experiments/<scenario>/systems.py`: `SYSTEMS`, name
+to the function a worker runs); a system not in the scenario's default `systems` runs when `--systems` names it.
 
 The result file is written once, atomically, when the whole run finished; a Ctrl-C or SIGTERM writes nothing and
 leaves no worker, stand-in or temp file. A run of part of the faults or systems never replaces the committed full

@@ -108,7 +108,8 @@ def test_the_first_worker_is_sigkilled_and_the_timeline_follows_the_crash(one_fa
         assert "outcome_decide.json" not in artifacts
         assert timeline["crashed_at"] == float(artifacts["crashed_at"])
         assert timeline["crashed_at"] <= timeline["first_exit_at"] <= timeline["outage_done_at"]
-        assert timeline["outage_done_at"] < artifacts["outcome_restart.json"]["settled_at"] <= timeline["restart_exit_at"]
+        settled = artifacts["outcome_restart.json"]["settled_at"]
+        assert timeline["outage_done_at"] < settled <= timeline["restart_exit_at"]
 
 
 def test_each_system_keeps_the_record_the_published_baselines_kept(one_fault):

@@ -25,6 +25,7 @@ from experiments.gcp_resource.case import (CASE_FILE, DECISION_FILE, HUMAN_DEPLO
                                            INCIDENT_ID, WRITER_KEY, body, effect_key, incident_text, object_name)
 from experiments.gcp_resource.faults import FAULTS
 from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS, INTERLOCK_TTL
+from experiments.gcp_resource.systems import SYSTEMS
 from experiments.runner import OUTAGE, PAUSED, Case, Scenario
 from experiments.ttl_claims import TTL_SECONDS
 
@@ -45,6 +46,9 @@ CLAIMS = {
                     "ttl_seconds": TTL_SECONDS, "claim_wait_seconds": CLAIM_WAIT_SECONDS},
 }
 
+# Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
+DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock")
+
 
 class GcpResource(Scenario):
     """An agent's config rollback on an object store against a human's redeploy."""
@@ -52,8 +56,8 @@ class GcpResource(Scenario):
     name = "gcp_resource"
     worker = "experiments.gcp_resource.worker"
     roles = (live.OBJECT_STORE, live.MODEL)
-    systems = ("no_check", "hand_check", "interlock")
-    extra_systems = (INTERLOCK_TTL,)
+    systems = DEFAULT_SYSTEMS
+    extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS)
     faults = FAULTS
 
     @contextlib.contextmanager
@@ -146,9 +150,10 @@ class GcpResource(Scenario):
         decision = artifacts[DECISION_FILE]
         fault = case.fault
         return {
-            "record": RECORDS[case.system],
+            "record": RECORDS.get(case.system),
             "ids": case.ids,
-            "emulated": None if self.args.live else f"object store: fake-gcs-server stand-in; decider: {SCRIPTED_MODEL}",
+            "emulated": (None if self.args.live
+                         else f"object store: fake-gcs-server stand-in; decider: {SCRIPTED_MODEL}"),
             "decision": {key: decision[key] for key in ("model", "to_version", "reason")},
             "artifacts": artifacts,
             "ground_truth_source": "versions" if fault.versioned else "write_log",

@@ -13,13 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from experiments import crash
 from experiments.atomic import write_json
 from experiments.clients import storage_client
 from experiments.gcp_resource.case import CASE_FILE, DECISION_FILE, body, outcome_file, read_json
-from experiments.phases import DECIDE, PHASES
-
-SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_ttl")
+from experiments.gcp_resource.systems import SYSTEMS
+from experiments.phases import PHASES
 
 
 def run(system: str, phase: str, case_dir: Path) -> str:
@@ -27,17 +25,7 @@ def run(system: str, phase: str, case_dir: Path) -> str:
     case = read_json(case_dir / CASE_FILE)
     decision = read_json(case_dir / DECISION_FILE)
     client = storage_client()
-    config = body(decision["to_version"])
-    if system.startswith("interlock"):
-        from experiments.gcp_resource import gated
-
-        outcome, ids = gated.submit(system, case_dir, client, case, decision, config)
-    else:
-        from experiments.gcp_resource import baselines
-
-        if phase == DECIDE:
-            baselines.JobQueue(case_dir).put(case, decision, config)
-        outcome, ids = baselines.deliver(system, phase, case_dir, client, crash.from_env())
+    outcome, ids = SYSTEMS[system](system, phase, case_dir, client, case, decision, body(decision["to_version"]))
     write_json(case_dir / outcome_file(phase), {"outcome": outcome, "ids": ids, "settled_at": time.time()})
     return outcome
 
@@ -46,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one phase; exit 1 when the send's answer was lost, so the job stays for the next worker."""
     parser = argparse.ArgumentParser(prog="python -m experiments.gcp_resource.worker")
     parser.add_argument("--case", required=True, type=Path, help="the cell's directory")
-    parser.add_argument("--system", required=True, choices=SYSTEMS)
+    parser.add_argument("--system", required=True, choices=tuple(SYSTEMS))
     parser.add_argument("--phase", required=True, choices=PHASES)
     args = parser.parse_args(argv)
     try:
