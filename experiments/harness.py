@@ -1,4 +1,4 @@
-"""What every scenario runner shares: case directories, worker processes, artifact capture, provenance, progress.
+"""The runner's process and file helpers: case directories, worker processes, artifact capture, provenance, progress.
 
 Each worker is its own OS process in its own session (process group), so a SIGKILL at a crash point is a real
 one, a Ctrl-C at the terminal reaches only the runner, and the runner can stop a worker and everything it
