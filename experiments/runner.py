@@ -21,6 +21,11 @@ A scenario is one module holding a `Scenario` subclass, run as `python -m experi
 | `claim_settings()`, `extra_services()` | what the provenance block says about claims and local services |
 | `add_arguments(parser)`, `full(args)` | scenario options, and whether they leave the run complete |
 
+A worker is `python -m <worker> --case DIR --system S --phase decide|restart`, armed by its environment
+(experiments.crash). Every cell holds `system`, `fault`, the scenario's keys, `worker_exits` (first, restarted) and
+`timeline` (`crashed_at`, `first_exit_at`, `outage_done_at`, `restart_exit_at`); a row with a pause point adds
+`pause_reached` and `timeline.pause_released_at`.
+
 A new system is one entry in the scenario's table of systems (`experiments/<scenario>/systems.py`: `SYSTEMS`, name
 to the function a worker runs); a system not in the scenario's default `systems` runs when `--systems` names it.
 

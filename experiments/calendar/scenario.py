@@ -37,7 +37,7 @@ from experiments.calendar.request import (EMULATED, baseline_event_id, customer_
                                           rfc3339, write_request)
 from experiments.calendar.service import get_event, slot_events
 from experiments.calendar.systems import CLAIM_WAIT_SECONDS, SYSTEMS
-from experiments.runner import BEFORE, CRASH_MARKER, OUTAGE, PAUSED, Case, Scenario
+from experiments.runner import BEFORE, CRASH_MARKER, OUTAGE, PAUSED, Case, Scenario, worker_env
 from experiments.ttl_claims import TTL_SECONDS
 
 RACED_TRIALS = 200
@@ -57,6 +57,13 @@ KEPT_ELSEWHERE = (RESULT_FILE, REQUEST_FILE, LOG_FILE, CRASH_MARKER)
 DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_change_only")
 
 
+def _count(text: str) -> int:
+    """A number of trials: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of trials, 0 or more, got {text!r}")
+    return int(text)
+
+
 class Calendar(Scenario):
     """Double booking on Google Calendar."""
 
@@ -70,16 +77,12 @@ class Calendar(Scenario):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """How many unforced raced trials per system."""
-        parser.add_argument("--raced-trials", type=int, default=RACED_TRIALS, metavar="N",
+        parser.add_argument("--raced-trials", type=_count, default=RACED_TRIALS, metavar="N",
                             help=f"unforced raced trials per system, 0 to skip (default {RACED_TRIALS}; offline only)")
 
     @classmethod
     def full(cls, args: argparse.Namespace) -> bool:
-        """Fewer raced trials than the default make a reduced run."""
-        if args.raced_trials < 0:
-            from experiments.runner import UsageError
-
-            raise UsageError("--raced-trials: must be 0 or more")
+        """Another number of raced trials than the default makes a reduced run."""
         return args.live or args.raced_trials == RACED_TRIALS
 
     @contextlib.contextmanager
@@ -205,8 +208,6 @@ class Calendar(Scenario):
 
     def _raced(self) -> dict[str, Any]:
         """The unforced raced trials in their own worker process, with the stand-in's log of both inserts."""
-        from experiments.runner import worker_env
-
         directory = self.root / "raced"
         directory.mkdir(parents=True)
         seed = int.from_bytes(secrets.token_bytes(4), "big")
