@@ -27,7 +27,7 @@ experiments: $(STAMP)
 	$(PY) -m experiments.calendar --systems interlock_ttl --faults before_send/none,after_commit/none --raced-trials 0 --out results/scenarios/calendar_ttl.json
 
 explore: $(STAMP)
-	$(PY) -m experiments.explore --schedules 1000
+	$(PY) -m experiments.explore --hazard all --schedules 1000 --pg-schedules 500
 
 serve: $(STAMP)
 	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000

@@ -1,10 +1,17 @@
-"""Effects per second through the gate with 1, 4 and 16 worker processes, PostgreSQL against JSONL, and takeover times.
+"""Effects per second through the gate with 1, 4 and 16 worker processes, PostgreSQL beside JSONL in the same run;
+how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what the claims' renewals cost.
 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
 journal and the claims: per effect one claim, four durable entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED)
-and a release. Both backends commit durably (fsync; PostgreSQL with synchronous_commit on). Takeover is timed
-from the SIGKILL of a sender holding a claim to the moment another process holds it; after a SIGSTOP it waits
-for the lease, by design. The benchmark starts and deletes its own PostgreSQL cluster.
+and a release. Both backends commit durably (fsync; PostgreSQL with synchronous_commit on). Worker counts are
+interleaved between the backends and each rate is the median of REPEATS runs, since the machine is shared.
+
+A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
+a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
+its session's lock is: the `holder_gone` path. A holder killed inside a request (after its confirm) may have a
+request on its way, and a lost session is not a dead holder, so the claim waits for its lease to expire: the
+`expired` path, as does a paused (SIGSTOP) holder, which stops renewing. The benchmark starts and deletes its own
+PostgreSQL cluster.
 """
 
 from __future__ import annotations
@@ -20,16 +27,18 @@ from typing import Any
 
 from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
-from interlock.effects import effect_id_for
 
 WORKERS = (1, 4, 16)
 EFFECTS = 320  # per run, split evenly between the workers
+REPEATS = 3
 TAKEOVERS = 5
-STOPPED_TTL = 1.0
+LEASE_TTL = 1.0  # seconds: the lease of the holders killed in a request or paused
+RENEWING_TTL = 0.3  # seconds: claims renewed every 0.1 s, to price the renewals
+TARGETS = {"postgresql_scaling_16_workers": 1.5, "postgresql_vs_jsonl_1_workers": 0.5}
 
 
-def _worker(address: str, keys: list[str], start: Any, done: Any) -> None:
-    journal, claims = open_journal(address)
+def _worker(address: str, keys: list[str], ttl: float, start: Any, done: Any) -> None:
+    journal, claims = open_journal(address, claim_ttl=ttl)
     gate = Gate(journal, FunctionTarget("bench", lambda eid, payload: {"id": eid}, tier=1), claims=claims)
     start.wait()
     began = time.time()
@@ -37,12 +46,12 @@ def _worker(address: str, keys: list[str], start: Any, done: Any) -> None:
     done.put((began, time.time(), statuses.count("COMMITTED")))
 
 
-def _throughput(address: str, workers: int, run: str) -> float:
+def _throughput(address: str, workers: int, run: str, ttl: float = 30.0) -> float:
     context = multiprocessing.get_context("spawn")
     start, done = context.Barrier(workers), context.Queue()
     share = EFFECTS // workers
-    procs = [context.Process(target=_worker, args=(address, [f"{run}-{w}-{i}" for i in range(share)], start, done))
-             for w in range(workers)]
+    procs = [context.Process(target=_worker, args=(address, [f"{run}-{w}-{i}" for i in range(share)], ttl, start,
+                                                   done)) for w in range(workers)]
     for proc in procs:
         proc.start()
     results = [done.get(timeout=600) for _ in procs]
@@ -51,64 +60,104 @@ def _throughput(address: str, workers: int, run: str) -> float:
     committed = sum(r[2] for r in results)
     if committed != share * workers:
         raise RuntimeError(f"{run}: {committed} of {share * workers} effects committed")
-    return round(committed / (max(r[1] for r in results) - min(r[0] for r in results)), 1)
+    return committed / (max(r[1] for r in results) - min(r[0] for r in results))
 
 
-def _victim(address: str, key: str, pause: str, ttl: float) -> None:
-    os.environ.update({"INTERLOCK_PAUSE_AT": "before_send", "INTERLOCK_PAUSE_FILE": pause})
+def _rate(address: str, workers: int, run: str, ttl: float = 30.0) -> float:
+    return round(statistics.median(_throughput(address, workers, f"{run}-{i}", ttl) for i in range(REPEATS)), 1)
+
+
+def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
+    """Take the claim, journal a dispatch, confirm it too when `in_request`, say so, and wait to be signalled."""
     journal, claims = open_journal(address, claim_ttl=ttl)
-    Gate(journal, FunctionTarget("bench", lambda eid, payload: {"id": eid}, tier=1), claims=claims).submit(
-        Effect(key, {"key": key}))
+    claim = claims.acquire(effect_id, wait=10)
+    if claim is None:
+        raise RuntimeError(f"{effect_id}: the holder never got its claim")
+    journal.append("PROPOSED", effect_id, {"payload_hash": "bench"})
+    journal.append("DISPATCHED", effect_id, {"epoch": claim.epoch})
+    if in_request and not claim.confirm():
+        raise RuntimeError(f"{effect_id}: the holder could not confirm its claim")
+    Path(ready).write_text(str(os.getpid()))
+    signal.pause()  # until the harness's signal
 
 
-def _takeover(address: str, key: str, stop: bool, claims: Any) -> float:
-    """Seconds from the signal to the sender until `claims` holds its effect."""
-    pause = Path(tempfile.mkdtemp(prefix="interlock-bench-")) / "pause"
-    ttl = STOPPED_TTL if stop else 60.0
-    victim = multiprocessing.get_context("spawn").Process(target=_victim, args=(address, key, str(pause), ttl))
-    victim.start()
+def _takeover(address: str, effect_id: str, sig: signal.Signals, in_request: bool, claims: Any) -> tuple[float, str]:
+    """Seconds from the signal until `claims` holds the effect, and how it was taken."""
+    ready = Path(tempfile.mkdtemp(prefix="interlock-bench-")) / "ready"
+    holder = multiprocessing.get_context("spawn").Process(
+        target=_holder, args=(address, effect_id, in_request, LEASE_TTL, str(ready)), daemon=True)
+    holder.start()
     deadline = time.monotonic() + 60
-    while not pause.exists():
-        if time.monotonic() > deadline or not victim.is_alive():
-            raise RuntimeError(f"the sender never reached its send ({key})")
+    while not ready.exists():
+        if time.monotonic() > deadline or not holder.is_alive():
+            raise RuntimeError(f"the holder of {effect_id} never got ready")
         time.sleep(0.005)
     signalled = time.perf_counter()
-    os.kill(victim.pid, signal.SIGSTOP if stop else signal.SIGKILL)
-    claim = claims.acquire(effect_id_for(key), wait=60)
-    taken = time.perf_counter() - signalled
+    os.kill(holder.pid, sig)
+    claim = claims.acquire(effect_id, wait=60)
+    seconds = time.perf_counter() - signalled
     if claim is None:
-        raise RuntimeError(f"no takeover within 60 s ({key})")
+        raise RuntimeError(f"no takeover of {effect_id} within 60 s")
+    how = getattr(claim, "taken", "flock")
     claim.release()
-    if stop:
-        os.kill(victim.pid, signal.SIGKILL)
-    victim.join()
-    pause.unlink(missing_ok=True)
-    return taken
+    if sig != signal.SIGKILL:
+        os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    ready.unlink()
+    ready.parent.rmdir()
+    return seconds, how
 
 
-def _takeovers(address: str, backend: str, stop: bool = False) -> float:
-    _, claims = open_journal(address)
-    kind = "stopped" if stop else "killed"
-    return round(statistics.median(_takeover(address, f"{backend}-{kind}-{i}", stop, claims)
-                                   for i in range(TAKEOVERS)) * 1000, 1)
+def _takeovers(address: str, label: str, sig: signal.Signals, in_request: bool) -> dict[str, Any]:
+    _, claims = open_journal(address, claim_ttl=LEASE_TTL)
+    timed = [_takeover(address, f"{label}-{i}", sig, in_request, claims) for i in range(TAKEOVERS)]
+    return {"median_ms": round(statistics.median(t for t, _ in timed) * 1000, 1),
+            "path": sorted({how for _, how in timed})}
+
+
+def _renewal_ms(address: str, held: int) -> float:
+    """Median time of one renewal statement extending `held` leases."""
+    _, claims = open_journal(address, claim_ttl=30.0)
+    claims_held = [claims.acquire(f"renew-{i}", wait=1) for i in range(held)]
+    times = []
+    for _ in range(50):
+        began = time.perf_counter()
+        claims._renew()
+        times.append(time.perf_counter() - began)
+    for claim in claims_held:
+        claim.release()
+    claims.close()
+    return round(statistics.median(times) * 1000, 3)
 
 
 def run() -> dict[str, Any]:
-    """Throughput per backend and worker count, their scaling against one worker, and takeover times."""
+    """Throughput per backend and worker count, scaling, takeover times and paths, renewal costs, and the targets."""
     from experiments.services.postgres import TempCluster
 
-    out: dict[str, Any] = {"effects_per_run": EFFECTS, "cpus": os.cpu_count()}
+    out: dict[str, Any] = {"effects_per_run": EFFECTS, "repeats": REPEATS, "cpus": os.cpu_count(),
+                           "lease_ttl_seconds": LEASE_TTL}
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
         backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
-        for backend, address in backends.items():
-            rates = {n: _throughput(address, n, f"{backend}-{n}") for n in WORKERS}
-            for n, rate in rates.items():
-                out[f"{backend}_effects_per_second_{n}_workers"] = rate
-                out[f"{backend}_scaling_{n}_workers"] = round(rate / rates[1], 2)
-            out[f"{backend}_takeover_after_sigkill_ms"] = _takeovers(address, backend)
-        out["postgresql_takeover_after_sigstop_ms"] = _takeovers(backends["postgresql"], "postgresql", stop=True)
-        out["postgresql_claim_ttl_seconds_when_stopped"] = STOPPED_TTL
-    for n in WORKERS:
-        out[f"postgresql_vs_jsonl_{n}_workers"] = round(
-            out[f"postgresql_effects_per_second_{n}_workers"] / out[f"jsonl_effects_per_second_{n}_workers"], 2)
+        rates: dict[str, dict[int, float]] = {backend: {} for backend in backends}
+        for n in WORKERS:
+            for backend, address in backends.items():
+                rates[backend][n] = _rate(address, n, f"{backend}-{n}")
+        for backend in backends:
+            for n in WORKERS:
+                out[f"{backend}_effects_per_second_{n}_workers"] = rates[backend][n]
+                out[f"{backend}_scaling_{n}_workers"] = round(rates[backend][n] / rates[backend][1], 2)
+        for n in WORKERS:
+            out[f"postgresql_vs_jsonl_{n}_workers"] = round(rates["postgresql"][n] / rates["jsonl"][n], 2)
+        pg = backends["postgresql"]
+        out["jsonl_takeover_after_sigkill"] = _takeovers(backends["jsonl"], "jsonl-killed", signal.SIGKILL, False)
+        out["postgresql_takeover_after_sigkill_outside_a_request"] = _takeovers(pg, "killed", signal.SIGKILL, False)
+        out["postgresql_takeover_after_sigkill_in_a_request"] = _takeovers(pg, "killed-sending", signal.SIGKILL, True)
+        out["postgresql_takeover_after_sigstop"] = _takeovers(pg, "stopped", signal.SIGSTOP, False)
+        renewing = _rate(pg, 4, "renewing", ttl=RENEWING_TTL)
+        out["postgresql_effects_per_second_4_workers_renewing_every_0.1_s"] = renewing
+        out["postgresql_renewal_cost_4_workers"] = round(1 - renewing / rates["postgresql"][4], 3)
+        out["postgresql_renewal_statement_ms_1_claim"] = _renewal_ms(pg, 1)
+        out["postgresql_renewal_statement_ms_100_claims"] = _renewal_ms(pg, 100)
+    out["targets"] = {name: {"target": target, "measured": out[name], "met": out[name] >= target}
+                      for name, target in TARGETS.items()}
     return out

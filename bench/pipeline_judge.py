@@ -1,4 +1,4 @@
-"""Re-judge 10,000 synthetic cells shaped like the published ones (target: under 10 s)."""
+"""Re-judge about 10,000 synthetic cells shaped like the published ones (target: under 10 s)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from interlock.canonical import entry_hash
 from pipeline import derive
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "published"
 CELLS = 10_000
 TARGET_SECONDS = 10.0
 _GENERATION = re.compile(r'"(\d{16})"')
@@ -47,33 +47,29 @@ def _calendar_ids(cell: dict) -> list[str]:
 
 
 def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict]]:
-    """Write gcp and calendar files holding `cells` varied copies of the reference cells, with the template of each."""
+    """Write result files holding `cells` varied copies of the reference cells (one copy of a scenario's cells per
+    file, since a file holds each (fault, system) once), with the template of each judged cell in order."""
     files, expected = [], []
     sources = {name: json.loads((REFERENCE / f"{name}.json").read_text()) for name in ("gcp_resource", "calendar")}
     total = sum(len(s["cells"]) for s in sources.values())
-    gcp_count = cells * len(sources["gcp_resource"]["cells"]) // total
-    for name, data in sources.items():
-        templates = data["cells"]
-        count = gcp_count if name == "gcp_resource" else cells - gcp_count
-        texts = [json.dumps(t) for t in templates]
-        made = []
-        for n in range(count):
-            i = n % len(templates)
-            if name == "gcp_resource":
-                made.append(_gcp_variant(texts[i], n))
-            else:
-                made.append(_calendar_variant(texts[i], _calendar_ids(templates[i]), n))
-            expected.append(templates[i])
-        path = out / f"{name}.json"
-        path.write_text(json.dumps({**data, "cells": made}))
-        files.append(path)
+    n = 0
+    while n * total < cells:
+        for name, data in sources.items():
+            made = []
+            for i, template in enumerate(data["cells"]):
+                text, variant = json.dumps(template), n * len(data["cells"]) + i
+                made.append(_gcp_variant(text, variant) if name == "gcp_resource"
+                            else _calendar_variant(text, _calendar_ids(template), variant))
+                expected.append(template)
+            path = out / f"{name}-{n:04d}.json"
+            path.write_text(json.dumps({**data, "cells": made}))
+            files.append(path)
+        n += 1
     return files, expected
 
 
 def run() -> dict:
     """Time derive() over the synthetic files and check every judged cell against its template's published scores."""
-    if not REFERENCE.is_dir():
-        return {"skipped": f"{REFERENCE} is not present"}
     with tempfile.TemporaryDirectory() as tmp:
         files, expected = synthesize(Path(tmp))
         started = time.perf_counter()

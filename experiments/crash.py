@@ -1,18 +1,21 @@
-"""The experiments' fault hook: where a worker dies by SIGKILL or pauses, armed by the harness per worker.
+"""The experiments' crash and pause points: a hook armed by the environment a harness starts a worker with.
 
-The harness arms a worker through its environment (`armed()` builds the variables); the worker turns them into a
-hook (`from_env()`) whose `reach(point)` every system calls at the same named points. The gate takes the same
-object as its `hooks`, so one schedule drives the baselines and the gate alike.
+The harness arms a worker through its environment (`armed()` builds the variables); the worker's systems call the
+hook at the same named points, the baselines through `reach` and the gate as its `hooks`, so one schedule drives
+every system.
 
 | point | where every system reaches it |
 |---|---|
+| `after_proposed` | the gate only: PROPOSED is durable, nothing checked or sent yet |
 | `before_send` | the send is recorded (the baselines' log line or queue, the gate's DISPATCHED), nothing sent yet |
 | `before_request` | after the system's own last check, immediately before the request: the raced rows pause here |
 | `after_commit` | the service answered, before the system records the answer |
 | `recovery_before_resend` / `recovery_after_resend` | a restarted worker, around its resend |
 
-A kill writes the time to the marker file first (the crash marker recovery is timed from). A pause writes the
-pause file and waits, with a deadline, until the harness removes it.
+INTERLOCK_KILL_AT=<point> kills the process there by SIGKILL, after writing the time to INTERLOCK_KILL_MARKER
+(when set): the crash marker a harness times recovery from. INTERLOCK_PAUSE_AT=<point> stops there until the file
+named by INTERLOCK_PAUSE_FILE, which this process creates, is removed: the harness acts in that window and then
+lets the process go on. The variables are read at each point.
 """
 
 from __future__ import annotations
@@ -20,46 +23,41 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
-AFTER_PROPOSED = "after_proposed"
-BEFORE_SEND = "before_send"
-BEFORE_REQUEST = "before_request"
-AFTER_COMMIT = "after_commit"
-RECOVERY_BEFORE_RESEND = "recovery_before_resend"
-RECOVERY_AFTER_RESEND = "recovery_after_resend"
-POINTS = (AFTER_PROPOSED, BEFORE_SEND, BEFORE_REQUEST, AFTER_COMMIT, RECOVERY_BEFORE_RESEND, RECOVERY_AFTER_RESEND)
+from interlock.hooks import (AFTER_COMMIT, AFTER_PROPOSED, BEFORE_REQUEST, BEFORE_SEND, RECOVERY_AFTER_RESEND,
+                             RECOVERY_BEFORE_RESEND)
 
+__all__ = ["AFTER_COMMIT", "AFTER_PROPOSED", "BEFORE_REQUEST", "BEFORE_SEND", "HOOK", "POINTS",
+           "RECOVERY_AFTER_RESEND", "RECOVERY_BEFORE_RESEND", "VARIABLES", "EnvironmentHook", "armed", "reach"]
+
+# The points the explorer's schedules arm: the ones every system (baselines too) reaches.
+POINTS = (AFTER_PROPOSED, BEFORE_SEND, AFTER_COMMIT, RECOVERY_BEFORE_RESEND, RECOVERY_AFTER_RESEND)
 KILL_AT, KILL_MARKER = "INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER"
 PAUSE_AT, PAUSE_FILE = "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE"
 VARIABLES = (KILL_AT, KILL_MARKER, PAUSE_AT, PAUSE_FILE)
 PAUSE_LIMIT_SECONDS = 60.0
-_POLL_SECONDS = 0.002
 
 
-@dataclass(frozen=True)
-class Hook:
-    """One worker's armed faults: at most one kill point and one pause point."""
-
-    kill_at: str | None = None
-    marker: str | None = None
-    pause_at: str | None = None
-    pause_file: str | None = None
+class EnvironmentHook:
+    """Dies or pauses at the point this process's environment arms; passes every other point."""
 
     def reach(self, point: str) -> None:
-        """Pause or die here when this point is armed; otherwise return at once."""
-        if point == self.pause_at and self.pause_file:
-            _pause(self.pause_file)
-        if point == self.kill_at:
-            if self.marker:
-                _write_synced(self.marker, repr(time.time()))
+        """SIGKILL or pause here if INTERLOCK_KILL_AT / INTERLOCK_PAUSE_AT names this point."""
+        if point == os.environ.get(PAUSE_AT):
+            _pause(os.environ[PAUSE_FILE])
+        if point == os.environ.get(KILL_AT):
+            marker = os.environ.get(KILL_MARKER)
+            if marker:
+                _write_synced(marker, repr(time.time()))
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def from_env(env: Mapping[str, str] = os.environ) -> Hook:
-    """The hook the harness armed for this worker process."""
-    return Hook(env.get(KILL_AT), env.get(KILL_MARKER), env.get(PAUSE_AT), env.get(PAUSE_FILE))
+HOOK = EnvironmentHook()
+
+
+def reach(point: str) -> None:
+    """The baseline workers' call at a point: the same hook the gated workers pass to the gate."""
+    HOOK.reach(point)
 
 
 def armed(kill_at: str | None = None, marker: str | None = None, pause_at: str | None = None,
@@ -75,7 +73,7 @@ def _pause(path: str) -> None:
     while os.path.exists(path):
         if time.monotonic() > deadline:
             raise TimeoutError(f"paused at {path} for over {PAUSE_LIMIT_SECONDS:.0f}s; nobody released it")
-        time.sleep(_POLL_SECONDS)
+        time.sleep(0.002)
 
 
 def _write_synced(path: str, text: str) -> None:

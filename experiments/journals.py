@@ -22,10 +22,11 @@ from interlock.receipts import bundle
 
 JOURNAL_URL_ENV = "INTERLOCK_JOURNAL_URL"
 CONNECT_TIMEOUT_SECONDS = 10
-CLAIM_TTL_SECONDS = 30.0
+CLAIM_TTL_SECONDS = 5.0  # renewed every third of it while held, so it bounds only a holder that stopped
 JSONL = {"backend": "jsonl", "where": "each gated cell's own journal.jsonl"}
-PG_CLAIM = {"kind": "a PostgreSQL claim row per effect: a fencing epoch and a lease on the database clock, taken "
-                    "over at once when its owner's session ends (a SIGKILLed worker)",
+PG_CLAIM = {"kind": "a PostgreSQL lease per effect: a fencing epoch and an expiry on the database clock, renewed "
+                    "while its holder works; free at once when the holder's session is gone and it had no request "
+                    "in flight (a worker SIGKILLed before its send), else only when the lease expires",
             "claim_ttl_seconds": CLAIM_TTL_SECONDS}
 
 

@@ -37,6 +37,8 @@ from interlock.receipts import COVERS, bundle_statement
 from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
+from experiments.atomic import write_json
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO.parent / "shared" / "reference"
 OWN_RESULTS = REPO / "results" / "scenarios"
@@ -159,7 +161,7 @@ def _entry_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(e, dict) for e in value)
 
 
-class _Lost(Exception):
+class _Lost(ConnectionError):
     """The answer of a send never arrived."""
 
 
@@ -186,7 +188,8 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
         return {"stored": store[effect_id]} if effect_id in store else None
 
     def gate(tier: int) -> Gate:
-        target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find)
+        target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find,
+                                in_flight=0.0)  # an in-process store: nothing is left in flight
         return Gate(journal, target, claim_wait=1.0)
 
     live = CallableLease(lambda: True, lambda: {"incident": "INC-1", "status": "open"})
@@ -462,14 +465,6 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
         "torn_tail": torn,
         "sigkill_mid_append": killed,
     }
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write atomically (tmp + rename), so a reader never sees half a summary."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,8 @@ def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) ->
     """The journal and claims for `address`: a postgresql:// URL, or a path to a JSONL file.
 
     Runners take one `--journal` argument and call this, so every scenario runs on either backend unchanged.
-    `claim_ttl` (seconds on the database clock) bounds how long a paused sender blocks PostgreSQL claims; file
-    claims need none, since the kernel frees them when their owner dies.
+    `claim_ttl` bounds how long a paused (stopped, hung) sender keeps its claim: on the database clock for
+    PostgreSQL, by renewal for file claims, whose dead owners the kernel frees at once.
     """
     if is_postgres(address):
         from .pg import PgClaims, PgJournal
@@ -42,4 +42,4 @@ def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) ->
         journal = PgJournal(str(address))
         return journal, PgClaims(journal, ttl=claim_ttl)
     jsonl = Journal(address)
-    return jsonl, FileClaims(f"{jsonl.path}.claims")
+    return jsonl, FileClaims(f"{jsonl.path}.claims", ttl=claim_ttl)

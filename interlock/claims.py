@@ -1,9 +1,15 @@
-"""Claims: exactly one process dispatches or recovers an effect at a time.
+"""Claims: exactly one process dispatches or recovers an effect at a time, and a stopped one loses its turn.
 
-On one host a claim is an flock on a per-effect lock file, held for the life of the send. The kernel drops it
-the instant the owner dies, so recovery after a SIGKILL waits milliseconds, not a TTL. Each acquisition bumps a
-fencing epoch kept in the lock file; entries written under a claim carry it. Claims shared across hosts need a
-store with its own clock: see `interlock.pg`.
+On one host a claim is an flock on a per-effect lock file, held for the life of the send, plus an owner
+record beside it (`<effect>.owner`: epoch, pid, host, when last renewed). The kernel drops the flock the instant
+its owner dies, so recovery after a SIGKILL takes the claim in milliseconds. A process that is alive but stopped
+(SIGSTOP, a debugger, a hung machine) keeps its flock, so liveness is bounded too: a background thread renews the
+owner record of every held claim, and a waiter takes over a claim whose record was not renewed for `ttl` seconds,
+flock or not. Each acquisition bumps the fencing epoch; `confirm()`, called right before every request, answers
+False once the epoch was superseded (or is about to be), so a sender that wakes after losing its claim does not
+send. What remains is a sender stopped between its confirm and its request for longer than `ttl`: only a
+service that fences (a precondition, a dedupe, the epoch) refuses that request. Claims shared across hosts need
+a store with its own clock: see `interlock.pg`.
 """
 
 from __future__ import annotations
@@ -12,11 +18,15 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator
 
 POLL_SECONDS = 0.002
+DEFAULT_TTL = 30.0
 
 
 @dataclass
@@ -25,14 +35,18 @@ class Claim:
 
     effect_id: str
     epoch: int
-    _fd: int
+    _claims: FileClaims | None = field(repr=False)
+    _fd: int = field(repr=False)
+
+    def confirm(self) -> bool:
+        """Whether this epoch still owns the effect, renewing it if so: the check made right before a request."""
+        return self._claims is not None and self._claims._renew(self)
 
     def release(self) -> None:
         """Give the effect back to whoever waits for it."""
-        if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = -1
+        if self._claims is not None:
+            self._claims._release(self)
+            self._claims = None
 
     def __enter__(self) -> Claim:
         return self
@@ -42,47 +56,138 @@ class Claim:
 
 
 class FileClaims:
-    """Per-effect flock claims in a directory beside the journal."""
+    """Per-effect claims in a directory beside the journal; a holder that stops renewing loses its claim after
+    `ttl` seconds, a holder that dies loses it at once."""
 
-    def __init__(self, directory: str | os.PathLike[str]):
+    def __init__(self, directory: str | os.PathLike[str], *, ttl: float = DEFAULT_TTL):
+        if not ttl > 0:
+            raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.ttl = float(ttl)
+        self._held: dict[str, Claim] = {}
+        self._lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+        self._wake = threading.Event()
 
     def acquire(self, effect_id: str, wait: float) -> Claim | None:
-        """Take the claim, waiting up to `wait` seconds (monotonic) for a live owner; None if it stays held."""
-        fd = os.open(self.directory / f"{effect_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        """Take the claim, waiting up to `wait` seconds (monotonic) for its owner; None if it stays held.
+
+        The claim is free when its flock is (the owner released it or died) and no live owner took it over, or
+        when its owner stopped renewing it for `ttl` seconds.
+        """
+        fd = os.open(self._path(effect_id, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
+        try:
+            while True:
+                claim = self._try(effect_id, fd)
+                if claim is not None:
+                    fd = -1
+                    return claim
                 if time.monotonic() >= deadline:
-                    os.close(fd)
                     return None
                 time.sleep(POLL_SECONDS)
-        epoch = _read_owner(fd).get("epoch", 0) + 1
-        owner = {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(owner).encode(), 0)
-        return Claim(effect_id, epoch, fd)
-
-    def owner(self, effect_id: str) -> dict | None:
-        """Who last held the claim (pid, host, epoch), for reports; None if never claimed."""
-        path = self.directory / f"{effect_id}.lock"
-        if not path.exists():
-            return None
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return _read_owner(fd) or None
         finally:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
+
+    def owner(self, effect_id: str) -> dict[str, Any] | None:
+        """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed."""
+        with self._owner_file(effect_id) as owner_fd:
+            return _read(owner_fd) or None
+
+    def _try(self, effect_id: str, fd: int) -> Claim | None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except BlockingIOError:
+            locked = False
+        with self._owner_file(effect_id) as owner_fd:
+            record = _read(owner_fd)
+            stale = time.time() - record.get("renewed", 0.0) > self.ttl
+            free = not record or record.get("released") or stale or (locked and record.get("flock", False))
+            if not free:  # a live owner that took the claim over without the flock still holds it
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
+            now = time.time()
+            epoch = int(record.get("epoch", 0)) + 1
+            _write(owner_fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
+                              "renewed": now, "flock": locked})
+        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd))
+        with self._lock:
+            self._held[effect_id] = claim
+            self._start_renewer()
+        return claim
+
+    def _renew(self, claim: Claim) -> bool:
+        """Extend the claim if this epoch still owns it and its record is not stale; False otherwise."""
+        with self._owner_file(claim.effect_id) as owner_fd:
+            record = _read(owner_fd)
+            mine = record.get("epoch") == claim.epoch and record.get("pid") == os.getpid()
+            if not mine or record.get("released") or time.time() - record.get("renewed", 0.0) > self.ttl:
+                return False
+            _write(owner_fd, {**record, "renewed": time.time()})
+            return True
+
+    def _release(self, claim: Claim) -> None:
+        with self._lock:
+            if self._held.get(claim.effect_id) is claim:
+                del self._held[claim.effect_id]
+        if claim._fd >= 0:  # the flock first: a waiter that then sees this record unreleased takes it with the flock
+            fcntl.flock(claim._fd, fcntl.LOCK_UN)
+            os.close(claim._fd)
+            claim._fd = -1
+        with self._owner_file(claim.effect_id) as owner_fd:
+            record = _read(owner_fd)
+            if record.get("epoch") == claim.epoch and record.get("pid") == os.getpid():
+                _write(owner_fd, {**record, "released": True})
+
+    def _start_renewer(self) -> None:
+        if self._renewer is None or not self._renewer.is_alive():
+            self._renewer = threading.Thread(target=self._renew_held, name="interlock-claims-renewer", daemon=True)
+            self._renewer.start()
+
+    def _renew_held(self) -> None:
+        """Renew every held claim a few times per ttl; stops when nothing is held."""
+        while True:
+            self._wake.wait(self.ttl / 4)
+            with self._lock:
+                held = list(self._held.values())
+                if not held:
+                    self._renewer = None
+                    return
+            for claim in held:
+                self._renew(claim)
+
+    def _path(self, effect_id: str, suffix: str) -> Path:
+        return self.directory / f"{effect_id}.{suffix}"
+
+    @contextmanager
+    def _owner_file(self, effect_id: str) -> Iterator[int]:
+        """The owner record, held under its own short flock while it is read and written."""
+        owner_fd = os.open(self._path(effect_id, "owner"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(owner_fd, fcntl.LOCK_EX)
+            yield owner_fd
+        finally:
+            os.close(owner_fd)
 
 
-def _read_owner(fd: int) -> dict:
+def _closed(fd: int) -> int:
+    os.close(fd)
+    return -1
+
+
+def _read(fd: int) -> dict[str, Any]:
     raw = os.pread(fd, 4096, 0)
     try:
-        owner = json.loads(raw) if raw else {}
+        record = json.loads(raw) if raw else {}
     except ValueError:
-        owner = {}
-    return owner if isinstance(owner, dict) else {}
+        record = {}
+    return record if isinstance(record, dict) else {}
+
+
+def _write(fd: int, record: dict[str, Any]) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode(), 0)

@@ -1,4 +1,4 @@
-"""Effect identity and the outcome a caller gets back."""
+"""Effect identity, and the proposal an effect was journaled with."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._protocols import JournalLike
+from .kinds import PROPOSED
 from .leases import Lease
-from .outcomes import landed
 from .premises import Premise
 
 
@@ -33,16 +34,6 @@ class Effect:
         return effect_id_for(self.key)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What the gate reports for one effect: the status string and the evidence behind it."""
-
-    status: str
-    effect_id: str
-    evidence: Any = None
-    rechecked: dict[str, Any] | None = None
-
-    @property
-    def landed(self) -> bool | None:
-        """What the status claims: landed, not landed, or cannot say."""
-        return landed(self.status)
+def proposal(journal: JournalLike, effect_id: str) -> dict[str, Any] | None:
+    """The PROPOSED entry of an effect (payload, premises as decided, target), or None if it was never proposed."""
+    return next((e for e in journal.entries(effect_id) if e["kind"] == PROPOSED), None)

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Callable
 
-from . import killpoints, outcomes
-from .canonical import digest
+from . import hooks as points
 from ._protocols import ClaimLike, ClaimsLike, JournalLike
-from .errors import ClaimLost, GuardFailed
+from .canonical import digest
+from .checks import Check, check
 from .claims import FileClaims
-from .effects import Effect, Outcome
+from .effects import Effect, proposal
+from .errors import ClaimLost, ConfigurationError, GuardFailed, UnjournalableArgument
+from .hooks import NO_HOOKS, Hooks
 from .journal import EffectRecord, Journal
 from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
-from .leases import check, passed
+from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, violations
-from .recovery import recover_effect, refuse
-from .targets.base import Rejected, Target
+from .recovery import Recovery, apply, refuse
+from .targets.base import Rejected, Target, unanswered
 
 
 class Gate:
@@ -24,10 +27,13 @@ class Gate:
 
     `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
     recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
-    Once DISPATCHED is durable the gate takes a last look at lease and premises right before the send: a change
-    during the journal's fsyncs is refused, and what remains is the time of one read and one request.
+    Once DISPATCHED is durable the gate takes a last look at lease and premises and confirms its claim right
+    before the request: a change during the journal's fsyncs is refused, a sender whose claim was taken over
+    while it was stopped does not send, and what remains is the time of one read and one request.
     A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
-    claims (see `interlock.backends.open_journal`).
+    claims (see `interlock.backends.open_journal`). `claim_wait` is how long a call waits for another holder of
+    the effect, and for a request to an unfenced target that may still land; 0 fails fast with IN_FLIGHT.
+    `hooks` receives every point of `interlock.hooks`, for fault tests.
     """
 
     def __init__(
@@ -37,116 +43,116 @@ class Gate:
         *,
         claims: ClaimsLike | None = None,
         claim_wait: float = 10.0,
+        hooks: Hooks = NO_HOOKS,
     ):
         self.journal = Journal(journal) if isinstance(journal, (str, os.PathLike)) else journal
         self.target = target
         if claims is None:
             if not isinstance(self.journal, Journal):
-                raise TypeError("pass claims= with a journal that is not a JSONL file")
+                raise ConfigurationError("pass claims= with a journal that is not a JSONL file")
             claims = FileClaims(f"{self.journal.path}.claims")
         self.claims = claims
         self.claim_wait = claim_wait
+        self.hooks = hooks
 
     def submit(self, effect: Effect) -> Outcome:
         """Send the effect at most once, only while its lease is live and its premises hold."""
         eid = effect.effect_id
+        journaled = _journalable(effect, self.target.name)
         payload_hash = digest(effect.payload)
         claim = self.claims.acquire(eid, self.claim_wait)
         if claim is None:
-            return Outcome(outcomes.IN_FLIGHT, eid)
+            return Outcome(Status.IN_FLIGHT, eid)
         with claim:
             try:
-                return self._submit_claimed(effect, payload_hash, claim)
-            except ClaimLost:  # paused past the lease: the new owner settles the effect; this process stops
-                return Outcome(outcomes.IN_FLIGHT, eid)
-
-    def _submit_claimed(self, effect: Effect, payload_hash: str, claim: ClaimLike) -> Outcome:
-        eid = effect.effect_id
-        self.journal.refresh()
-        record = self.journal.effect(eid)
-        if record is None:
-            self._propose(effect, payload_hash)
-            killpoints.reach(killpoints.AFTER_PROPOSED)
-        elif record.payload_hash != payload_hash:
-            return Outcome(outcomes.refused("conflicting_payload"), eid)
-        elif record.resolution is not None:
-            return recorded_outcome(record)
-        elif record.open_dispatch:
-            return recover_effect(self.journal, self.target, effect, claim)
-        return self._dispatch(effect, claim)
+                return self._submit_claimed(effect, journaled, payload_hash, claim)
+            except ClaimLost:  # stopped past the claim's lifetime: the new owner settles the effect; this one stops
+                return Outcome(Status.IN_FLIGHT, eid)
 
     def recover(self, effect: Effect) -> Outcome:
         """Settle one effect a crashed worker may have left open; report IN_FLIGHT if its sender is alive."""
         eid = effect.effect_id
         claim = self.claims.acquire(eid, self.claim_wait)
         if claim is None:
-            return Outcome(outcomes.IN_FLIGHT, eid)
+            return Outcome(Status.IN_FLIGHT, eid)
         with claim:
             self.journal.refresh()
             record = self.journal.effect(eid)
             if record is None:
-                raise KeyError(f"effect {eid} is not in {self.journal.path}")
+                raise ConfigurationError(f"effect {eid} is not in {self.journal.path}")
             if record.open_dispatch:
                 try:
-                    return recover_effect(self.journal, self.target, effect, claim)
+                    return self._recovery(effect, claim).settle(self.claim_wait)
                 except ClaimLost:
-                    return Outcome(outcomes.IN_FLIGHT, eid)
+                    return Outcome(Status.IN_FLIGHT, eid)
             if record.resolution is not None:
                 return recorded_outcome(record)
         return self.submit(effect)
 
-    def _propose(self, effect: Effect, payload_hash: str) -> None:
-        self.journal.append(PROPOSED, effect.effect_id, {
-            "agent": effect.agent,
-            "target": self.target.name,
-            "key": effect.key,
-            "lease": effect.lease.describe() if effect.lease is not None else None,
-            "premises": {p.name: p.recorded() for p in effect.premises},
-            "expect": {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET},
-            "effect": effect.payload,
-            "payload_hash": payload_hash,
-        })
+    def _recovery(self, effect: Effect, claim: ClaimLike) -> Recovery:
+        return Recovery(self.journal, self.target, effect, claim, self.hooks)
+
+    def _submit_claimed(self, effect: Effect, journaled: dict[str, Any], payload_hash: str,
+                        claim: ClaimLike) -> Outcome:
+        eid = effect.effect_id
+        self.journal.refresh()
+        record = self.journal.effect(eid)
+        if record is None:
+            self.journal.append(PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            self.hooks.reach(points.AFTER_PROPOSED)
+        elif record.payload_hash != payload_hash:
+            return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
+        elif record.resolution is not None:
+            return recorded_outcome(record)
+        elif record.open_dispatch:
+            return self._recovery(effect, claim).settle(self.claim_wait)
+        return self._dispatch(effect, claim)
 
     def _dispatch(self, effect: Effect, claim: ClaimLike) -> Outcome:
         eid = effect.effect_id
-        decided = proposal(self.journal, eid)["premises"]
+        found = proposal(self.journal, eid)
+        decided = found["premises"] if found else {}
 
-        def recheck() -> dict[str, Any]:
+        def recheck() -> Check:
             return check(effect.lease, lambda: violations(effect.premises, decided, eid))
 
         checks = recheck()
-        if not checks["lease_live"]:
-            return refuse(self.journal, eid, "lease", "lease not live", resolves=False, checks=checks)
-        self.journal.append(AUTHORIZED, eid, {"lease": checks["lease"]})
-        if checks["violations"]:
-            return refuse(self.journal, eid, "stale_premise", checks["violations"], resolves=False, checks=checks)
+        if not checks.lease_live:
+            return refuse(self.journal, eid, RefusalCode.LEASE, checks.reason(), checks, resolves=False)
+        self.journal.append(AUTHORIZED, eid, {"lease": checks.lease})
+        if checks.violations:
+            return refuse(self.journal, eid, RefusalCode.STALE_PREMISE, checks.reason(), checks, resolves=False)
         moved = self._journal_dispatch(eid, {
-            "effect": effect.payload, "lease": checks["lease"], "premises": decided, "checks": checks,
+            "effect": effect.payload, "lease": checks.lease, "premises": decided, "checks": checks.journaled(),
             "epoch": claim.epoch,
         }, recheck)
         if moved is not None:
-            code = "lease" if not moved["lease_live"] else "stale_premise"
-            return refuse(self.journal, eid, code, moved.get("violations") or "lease not live", resolves=False,
-                          checks=moved)
-        killpoints.reach(killpoints.BEFORE_SEND)
-        looked = recheck()  # the last look: only the read itself and the request now stand between check and send
-        if not passed(looked):
-            code = "lease" if not looked["lease_live"] else "stale_premise"
-            return refuse(self.journal, eid, code, looked.get("violations") or "lease not live", resolves=True,
-                          checks=looked, epoch=claim.epoch)
+            return refuse(self.journal, eid, _code(moved), moved.reason(), moved, resolves=False)
+        self.hooks.reach(points.BEFORE_SEND)
+        looked = recheck()  # the last look: only the read itself, the confirm and the request stand before the send
+        if not looked.passed:
+            return refuse(self.journal, eid, _code(looked), looked.reason(), looked, resolves=True,
+                          epoch=claim.epoch)
+        if not claim.confirm():
+            raise ClaimLost(f"the claim on {eid} was taken over before the send")
+        self.hooks.reach(points.BEFORE_REQUEST)
         try:
-            result = self.target.apply(eid, effect.payload)
-        except Rejected as no:
-            code = "stale_premise" if no.precondition else "target_error"
-            return refuse(self.journal, eid, code, no.detail, resolves=True, epoch=claim.epoch)
-        except Exception:  # the answer was lost: whether it landed is for recovery to find out
-            return recover_effect(self.journal, self.target, effect, claim)
-        killpoints.reach(killpoints.AFTER_COMMIT)
+            result = apply(self.target, eid, effect.payload, claim)
+        except Rejected as no:  # a fence may have met this effect landed already (by a successor that took over)
+            settled = self._recovery(effect, claim).look_up(looked) if self.target.can_lookup else None
+            if settled is not None:
+                return settled
+            code = RefusalCode.STALE_PREMISE if no.precondition else RefusalCode.TARGET_ERROR
+            return refuse(self.journal, eid, code, no.detail, None, resolves=True, epoch=claim.epoch)
+        except Exception as exc:
+            if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
+                return self._recovery(effect, claim).settle(self.claim_wait)
+            return self._recovery(effect, claim).send_failed(exc, looked)
+        self.hooks.reach(points.AFTER_COMMIT)
         self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
-        return Outcome(outcomes.COMMITTED, eid, result)
+        return Outcome(Status.COMMITTED, eid, result)
 
-    def _journal_dispatch(self, eid: str, data: dict[str, Any],
-                          recheck: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    def _journal_dispatch(self, eid: str, data: dict[str, Any], recheck: Callable[[], Check]) -> Check | None:
         """Write DISPATCHED. A journal in a database re-runs the check inside the write's own transaction, so a
         lease or premise kept in that database cannot move between check and dispatch; returns that check when
         it failed (nothing written), else None."""
@@ -154,22 +160,64 @@ class Gate:
         if append_dispatch is None:
             self.journal.append(DISPATCHED, eid, data)
             return None
-        seen: dict[str, Any] = {}
+        seen: list[Check] = []
 
         def holds() -> list[str]:
-            seen.update(recheck())
-            return [] if passed(seen) else (seen.get("violations") or ["lease not live"])
+            seen.append(recheck())
+            return [] if seen[-1].passed else (list(seen[-1].violations) or ["lease not live"])
 
         try:
             append_dispatch(eid, data, [holds])
         except GuardFailed:
-            return seen
+            return seen[-1]
         return None
 
+def _code(looked: Check) -> RefusalCode:
+    return RefusalCode.LEASE if not looked.lease_live else RefusalCode.STALE_PREMISE
 
-def proposal(journal: JournalLike, effect_id: str) -> dict[str, Any]:
-    """The PROPOSED entry of an effect: the payload and the premises as decided."""
-    return next(e for e in journal.entries(effect_id) if e["kind"] == PROPOSED)
+
+def _journalable(effect: Effect, target: str) -> dict[str, Any]:
+    """The PROPOSED entry's content, refused before anything is journaled if it would not come back unchanged."""
+    data = {
+        "agent": effect.agent,
+        "target": target,
+        "key": effect.key,
+        "lease": effect.lease.describe() if effect.lease is not None else None,
+        "premises": {p.name: p.recorded() for p in effect.premises},
+        "expect": {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET},
+        "effect": effect.payload,
+    }
+    for field in ("effect", "premises", "expect", "lease", "key"):
+        where = round_trip_problem(data[field])
+        if where is not None:
+            raise UnjournalableArgument(f"effect {effect.effect_id}: {field}{where} would not come back from the "
+                                        "journal unchanged (use JSON types: str, int, float, bool, None, list, "
+                                        "dict with str keys)")
+    return data
+
+
+def round_trip_problem(value: Any, where: str = "") -> str | None:
+    """Where in `value` something would not survive a JSON round trip exactly (a tuple, an int key, a NaN,
+    a str subclass), or None if it all would."""
+    if value is None or type(value) in (str, bool, int):
+        return None
+    if type(value) is float:
+        return None if value == value and value not in (float("inf"), float("-inf")) else f"{where} ({value!r})"
+    if type(value) is list:
+        for i, item in enumerate(value):
+            found = round_trip_problem(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"{where} (key {key!r} is a {type(key).__name__})"
+            found = round_trip_problem(item, f"{where}[{json.dumps(key)}]")
+            if found is not None:
+                return found
+        return None
+    return f"{where} (a {type(value).__name__})"
 
 
 def recorded_outcome(record: EffectRecord) -> Outcome:
@@ -177,7 +225,7 @@ def recorded_outcome(record: EffectRecord) -> Outcome:
     entry = record.resolution or {}
     kind = entry.get("kind")
     if kind == COMMITTED:
-        return Outcome(outcomes.DUPLICATE_IGNORED, record.effect_id, entry.get("result", entry.get("found")))
+        return Outcome(Status.DUPLICATE_IGNORED, record.effect_id, entry.get("result", entry.get("found")))
     if kind == REFUSED:
-        return Outcome(outcomes.refused(entry.get("code", "unknown")), record.effect_id)
-    return Outcome(outcomes.AMBIGUOUS, record.effect_id)
+        return Outcome(Status.refusal(entry.get("code", RefusalCode.TARGET_ERROR.value)), record.effect_id)
+    return Outcome(Status.AMBIGUOUS, record.effect_id, error=entry.get("error"))

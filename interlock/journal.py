@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from .canonical import entry_hash, hash_holds
 from .errors import JournalCorrupt
-from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT
+from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT, settles
 
 
 @dataclass
@@ -39,7 +39,7 @@ class EffectRecord:
             self.payload_hash = entry.get("payload_hash")
         elif kind in SENDS:
             self.open_dispatch = True
-        elif kind in RESOLUTIONS:
+        elif settles(entry):
             self.open_dispatch = False
             self.resolution = entry
 

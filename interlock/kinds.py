@@ -20,6 +20,12 @@ RESOLUTIONS = frozenset({COMMITTED, REFUSED, AMBIGUOUS})
 LEGACY_KINDS = frozenset({"ESCALATED", "DECIDED", "CONFIRMED"})
 
 
+def settles(entry: dict[str, Any]) -> bool:
+    """Whether an entry resolves its effect for good: a resolution, except a refusal made before anything was
+    sent (`resolves: false`), after which a later submit of the same effect may try again."""
+    return entry.get("kind") in RESOLUTIONS and entry.get("resolves") is not False
+
+
 def open_send(entries: Iterable[dict[str, Any]]) -> bool:
     """Whether an effect's entries end with a send that no resolution settled."""
     pending = False

@@ -34,18 +34,3 @@ class CallableLease:
         """Ask the caller's description function."""
         return self.description()
 
-
-def check(lease: Lease | None, premises_check: Callable[[], list[str]]) -> dict[str, Any]:
-    """The journaled check: the lease first; premises are read only while the lease is live."""
-    if lease is None:
-        return {"lease_live": True, "lease": None, "violations": premises_check()}
-    live = lease.is_live()
-    described = lease.describe()
-    if not live:
-        return {"lease_live": False, "lease": described}
-    return {"lease_live": True, "lease": described, "violations": premises_check()}
-
-
-def passed(checks: dict[str, Any]) -> bool:
-    """Whether a journaled check allows a send."""
-    return bool(checks.get("lease_live")) and not checks.get("violations")

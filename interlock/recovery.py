@@ -1,109 +1,189 @@
-"""Recovery: settle a dispatch whose sender died, without ever sending an effect twice or against moved facts."""
+"""Recovery: settle a dispatch whose sender died, without ever sending an effect twice or against moved facts.
+
+The order of questions, for an effect whose last send has no answer in the journal:
+
+1. Can a request still land? For an unfenced target, not before the last send's DISPATCHED time plus its
+   `in_flight` bound: recovery waits that out when it fits in the caller's wait, else reports IN_FLIGHT with
+   `decide_at`. A fenced target (the service refuses a stray request) is decided at once.
+2. Do lease and premises still hold? Tier 1 then resends (the service dedupes). Otherwise the lookup decides:
+   found means it landed; not found and still valid means tier 2 resends under the service's own precondition.
+3. Every negative answer (a failed re-check, a precondition refusal of the resend) is followed by one more
+   lookup, so an effect that landed late is recorded as committed, never as refused.
+
+Without a lookup a failed re-check cannot say whether the first send landed, and tier 3 never resends: both
+record AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim confirm, after
+REDISPATCHED is durable. The caller holds the claim.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from . import killpoints, outcomes
+from . import hooks as points
 from ._protocols import ClaimLike, JournalLike
-from .effects import Effect, Outcome
-from .kinds import AMBIGUOUS, COMMITTED, PROPOSED, REDISPATCHED, REFUSED
-from .leases import check, passed
+from .checks import Check, check
+from .effects import Effect, proposal
+from .errors import ClaimLost
+from .hooks import Hooks
+from .kinds import AMBIGUOUS, COMMITTED, REDISPATCHED, REFUSED, SENDS
+from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
-from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target
+from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target, in_flight_bound, unanswered
 
 
-def recover_effect(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike) -> Outcome:
-    """Re-check lease and premises, look the effect up, and resend only where that cannot duplicate it.
+def describe_error(exc: BaseException) -> dict[str, str]:
+    """The type and message of an exception, as journaled with the send that raised it."""
+    return {"type": type(exc).__qualname__, "message": str(exc)}
 
-    Tier 1 resends when the re-check passes (the service dedupes); otherwise, and always on tier 2, the
-    lookup decides: found means it landed; not found and still valid means tier 2 resends with the
-    service's own precondition. Without a lookup a failed re-check cannot say whether the first send landed,
-    and tier 3 never resends: both record AMBIGUOUS. Every resend is preceded by a last look at lease and
-    premises, after REDISPATCHED is durable, so only that read and the request itself stand between the check and
-    the send. The caller holds the claim.
+
+def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimLike) -> Any:
+    """Send through the target, handing it the claim epoch when it fences on one."""
+    if getattr(target, "takes_epoch", False):
+        return target.apply(effect_id, payload, epoch=claim.epoch)  # type: ignore[call-arg]
+    return target.apply(effect_id, payload)
+
+
+class Recovery:
+    """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
+
+    `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent).
     """
-    rechecked = _recheck(journal, effect)
-    valid = passed(rechecked)
-    if target.tier == TIER_DEDUPE and valid:
-        return _resend(journal, target, effect, claim, rechecked, "retry", outcomes.COMMITTED_BY_RETRY)
-    if not valid:
-        return _settle_unsent(journal, target, effect, claim, rechecked)
-    if target.can_lookup:
-        settled = _look_up(journal, target, effect, claim, rechecked)
+
+    def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks):
+        self.journal = journal
+        self.target = target
+        self.effect = effect
+        self.claim = claim
+        self.hooks = hooks
+        self.eid = effect.effect_id
+
+    def settle(self, wait: float) -> Outcome:
+        """Settle the open dispatch, or report IN_FLIGHT while a request may still land."""
+        early = self._wait_out_in_flight(wait)
+        if early is not None:
+            return early
+        rechecked = self.recheck()
+        if self.target.tier == TIER_DEDUPE and rechecked.passed:
+            return self._resend(rechecked, "retry", Status.COMMITTED_BY_RETRY)
+        if not rechecked.passed:
+            return self._settle_unsent(rechecked)
+        if self.target.can_lookup:
+            settled = self.look_up(rechecked)
+            if settled is not None:
+                return settled
+        if self.target.tier == TIER_BLIND:
+            return self._ambiguous("no dedupe and no lookup: whether the send landed is unknown", rechecked)
+        return self._resend(rechecked, "recovery-reapply", Status.REAPPLIED_AFTER_QUERY)
+
+    def recheck(self) -> Check:
+        """Lease and premises now, against the premises as decided."""
+        found = proposal(self.journal, self.eid)
+        decided = found["premises"] if found else {}
+        return check(self.effect.lease, lambda: violations(self.effect.premises, decided, self.eid))
+
+    def send_failed(self, exc: BaseException, checks: Check | None) -> Outcome:
+        """The send raised the caller's own error: look once, else journal it as AMBIGUOUS; never resend it."""
+        error = describe_error(exc)
+        if self.target.can_lookup:
+            settled = self.look_up(checks, error=error)
+            if settled is not None:
+                return settled
+        self.journal.append(AMBIGUOUS, self.eid, {
+            "reason": f"the send raised {error['type']}: {error['message']}", "error": error,
+            "epoch": self.claim.epoch})
+        return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
+
+    def _wait_out_in_flight(self, wait: float) -> Outcome | None:
+        """IN_FLIGHT while an unfenced request may still land and the wait does not cover it; else None."""
+        bound = in_flight_bound(self.target)
+        if bound is None or not self.target.can_lookup:
+            return None  # fenced: a stray request is refused; blind: nothing is concluded or resent anyway
+        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
+        decide_at = sends[-1]["ts"] + bound if sends else time.time()
+        remaining = decide_at - time.time()
+        if remaining <= 0:
+            return None
+        if remaining > wait:
+            return Outcome(Status.IN_FLIGHT, self.eid, decide_at=decide_at)
+        time.sleep(remaining)  # the target's own bound, not another process: no event marks a request's landing
+        if not self.claim.confirm():
+            raise ClaimLost(f"the claim on {self.eid} was taken over while recovery waited")
+        return None
+
+    def look_up(self, rechecked: Check | None, *, error: dict[str, str] | None = None) -> Outcome | None:
+        """COMMITTED_ON_QUERY when the service holds the effect, None when it does not, AMBIGUOUS (left open)
+        when the service did not answer: the one more lookup that follows every negative answer."""
+        try:
+            found = self.target.lookup(self.eid, self.effect.payload)
+        except Exception as exc:  # the service did not answer: the dispatch stays open for the next recovery
+            return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=error or describe_error(exc))
+        if found is None:
+            return None
+        data: dict[str, Any] = {"via": "recovery-query", "found": found,
+                                "rechecked": rechecked.journaled() if rechecked else None, "epoch": self.claim.epoch}
+        if error is not None:
+            data["error"] = error
+        self.journal.append(COMMITTED, self.eid, data)
+        return Outcome(Status.COMMITTED_ON_QUERY, self.eid, found, rechecked, error=error)
+
+    def _settle_unsent(self, rechecked: Check) -> Outcome:
+        """The facts or the lease moved, so nothing may be sent: one more lookup says whether a send landed."""
+        if not self.target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
+            return self._ambiguous("the re-check failed and there is no lookup: whether the send landed is unknown",
+                                   rechecked)
+        settled = self.look_up(rechecked)
         if settled is not None:
             return settled
-    if target.tier == TIER_BLIND:
-        return _ambiguous(journal, effect.effect_id, "no dedupe and no lookup: whether the send landed is unknown",
-                          rechecked, claim)
-    return _resend(journal, target, effect, claim, rechecked, "recovery-reapply", outcomes.REAPPLIED_AFTER_QUERY)
+        code = RefusalCode.LEASE_AT_RECOVERY if not rechecked.lease_live else RefusalCode.STALE_PREMISE_AT_RECOVERY
+        return self._refuse(code, rechecked)
+
+    def _resend(self, rechecked: Check, via: str, status: Status) -> Outcome:
+        self.journal.append(REDISPATCHED, self.eid, {"via": via, "rechecked": rechecked.journaled(),
+                                                     "epoch": self.claim.epoch})
+        self.hooks.reach(points.RECOVERY_BEFORE_RESEND)
+        looked = self.recheck()  # the last look: only the read, the confirm and the request stand before the send
+        if not looked.passed:
+            return self._settle_unsent(looked)
+        if not self.claim.confirm():
+            raise ClaimLost(f"the claim on {self.eid} was taken over before the resend")
+        try:
+            result = apply(self.target, self.eid, self.effect.payload, self.claim)
+        except Rejected as no:
+            if self.target.can_lookup:  # a precondition may have met our own earlier send, landed late
+                settled = self.look_up(rechecked)
+                if settled is not None:
+                    return settled
+            code = RefusalCode.STALE_PREMISE_AT_RECOVERY if no.precondition else RefusalCode.TARGET_ERROR
+            return self._refuse(code, rechecked, detail=no.detail)
+        except Exception as exc:
+            if unanswered(exc):  # lost again: leave the dispatch open for the next recovery
+                return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=describe_error(exc))
+            return self.send_failed(exc, rechecked)
+        self.hooks.reach(points.RECOVERY_AFTER_RESEND)
+        self.journal.append(COMMITTED, self.eid, {"via": via, "result": result, "rechecked": rechecked.journaled(),
+                                                  "epoch": self.claim.epoch})
+        return Outcome(status, self.eid, result, rechecked)
+
+    def _ambiguous(self, reason: str, rechecked: Check) -> Outcome:
+        self.journal.append(AMBIGUOUS, self.eid, {"reason": reason, "rechecked": rechecked.journaled(),
+                                                  "epoch": self.claim.epoch})
+        return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked)
+
+    def _refuse(self, code: RefusalCode, rechecked: Check, detail: str | None = None) -> Outcome:
+        reason = detail or code.value.replace("_at_", " at ")
+        return refuse(self.journal, self.eid, code, reason, rechecked, resolves=True, key="rechecked",
+                      epoch=self.claim.epoch)
 
 
-def _recheck(journal: JournalLike, effect: Effect) -> dict[str, Any]:
-    decided = next(e for e in journal.entries(effect.effect_id) if e["kind"] == PROPOSED)["premises"]
-    return check(effect.lease, lambda: violations(effect.premises, decided, effect.effect_id))
+def refuse(journal: JournalLike, eid: str, code: RefusalCode, reason: Any, looked: Check | None, *,
+           resolves: bool, key: str = "checks", **data: Any) -> Outcome:
+    """Journal a refusal with its code and the check behind it (under `key`), and return the matching outcome.
 
-
-def _look_up(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike,
-             rechecked: dict[str, Any]) -> Outcome | None:
-    """COMMITTED_ON_QUERY when the service holds the effect, None when it does not."""
-    eid = effect.effect_id
-    try:
-        found = target.lookup(eid, effect.payload)
-    except Exception:  # the service did not answer: the dispatch stays open for the next recovery
-        return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
-    if found is None:
-        return None
-    journal.append(COMMITTED, eid, {"via": "recovery-query", "found": found, "rechecked": rechecked,
-                                    "epoch": claim.epoch})
-    return Outcome(outcomes.COMMITTED_ON_QUERY, eid, found, rechecked)
-
-
-def _settle_unsent(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike,
-                   rechecked: dict[str, Any]) -> Outcome:
-    """The facts or the lease moved, so nothing may be sent: only a lookup can still say an earlier send landed."""
-    if not target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
-        return _ambiguous(journal, effect.effect_id, "the re-check failed and there is no lookup: whether the "
-                          "send landed is unknown", rechecked, claim)
-    settled = _look_up(journal, target, effect, claim, rechecked)
-    if settled is not None:
-        return settled
-    code = "lease_at_recovery" if not rechecked["lease_live"] else "stale_premise_at_recovery"
-    return _refuse_at_recovery(journal, effect.effect_id, code, rechecked, claim)
-
-
-def _resend(journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, rechecked: dict[str, Any],
-            via: str, status: str) -> Outcome:
-    eid = effect.effect_id
-    journal.append(REDISPATCHED, eid, {"via": via, "rechecked": rechecked, "epoch": claim.epoch})
-    killpoints.reach(killpoints.RECOVERY_BEFORE_RESEND)
-    looked = _recheck(journal, effect)  # the last look: only the read and the request stand between it and the send
-    if not passed(looked):
-        return _settle_unsent(journal, target, effect, claim, looked)
-    try:
-        result = target.apply(eid, effect.payload)
-    except Rejected as no:
-        code = "stale_premise_at_recovery" if no.precondition else "target_error"
-        return _refuse_at_recovery(journal, eid, code, rechecked, claim, detail=no.detail)
-    except Exception:  # lost again: leave the dispatch open for the next recovery
-        return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
-    killpoints.reach(killpoints.RECOVERY_AFTER_RESEND)
-    journal.append(COMMITTED, eid, {"via": via, "result": result, "rechecked": rechecked, "epoch": claim.epoch})
-    return Outcome(status, eid, result, rechecked)
-
-
-def _ambiguous(journal: JournalLike, eid: str, reason: str, rechecked: dict[str, Any], claim: ClaimLike) -> Outcome:
-    journal.append(AMBIGUOUS, eid, {"reason": reason, "rechecked": rechecked, "epoch": claim.epoch})
-    return Outcome(outcomes.AMBIGUOUS, eid, rechecked=rechecked)
-
-
-def refuse(journal: JournalLike, eid: str, code: str, reason: Any, **data: Any) -> Outcome:
-    """Journal a refusal with its machine-readable code and return the matching outcome."""
-    journal.append(REFUSED, eid, {"code": code, "reason": reason, **data})
-    return Outcome(outcomes.refused(code), eid, rechecked=data.get("rechecked", data.get("checks")))
-
-
-def _refuse_at_recovery(journal: JournalLike, eid: str, code: str, rechecked: dict[str, Any], claim: ClaimLike,
-                        detail: str | None = None) -> Outcome:
-    reason = detail or code.replace("_at_", " at ")
-    return refuse(journal, eid, code, reason, resolves=True, rechecked=rechecked, epoch=claim.epoch)
+    `resolves` is False for a refusal before anything was sent: a later submit of the effect may try again.
+    """
+    entry: dict[str, Any] = {"code": code.value, "reason": reason, "resolves": resolves}
+    if looked is not None:
+        entry[key] = looked.journaled()
+    journal.append(REFUSED, eid, {**entry, **data})
+    return Outcome(Status.refusal(code), eid, rechecked=looked)

@@ -1,36 +1,188 @@
-"""Benchmark numbers as `make bench` stored them in results/bench/<name>.json, flattened to one row per figure."""
+"""Benchmark numbers as `make bench` stored them in results/bench/<name>.json, laid out as tables with units.
+
+A small description per file gives its title, why it is measured, figures that pivot into a table (one row per
+worker count, say) and the numbers worth a chart; any key the description does not name is still shown, its unit
+read from its name (`_ms`, `_seconds`, `_per_second`, `_ratio`, ...). A file with no description is shown the
+same way under its own name, so new benchmark files and new keys need no change here."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .load import Node, read
+from .load import read
+
+
+@dataclass(frozen=True)
+class Description:
+    """How one benchmark file is introduced and laid out."""
+
+    title: str
+    why: str
+    pivots: tuple[tuple[str, str, str], ...] = ()  # (table title, key regex with groups `col` and `row`, row word)
+    charts: tuple[tuple[str, str], ...] = ()  # (table title, column regex): the columns drawn as bars
+
+
+DESCRIPTIONS: dict[str, Description] = {
+    "gate": Description(
+        "The gate's own cost",
+        "What gating a call adds over calling the service directly, what a journal append costs as the journal "
+        "grows, how long opening and verifying a million-entry journal takes, and how soon a SIGKILLed holder's "
+        "claim is free."),
+    "pg": Description(
+        "PostgreSQL journal and claims beside the JSONL journal",
+        "Effects per second as concurrent workers grow, on each journal backend, and how soon another worker "
+        "takes over an effect whose holder was SIGKILLed or stopped.",
+        pivots=(("by concurrent workers", r"^(?P<col>.+)_(?P<row>\d+)_workers$", "workers"),),
+        charts=(("by concurrent workers", r"effects_per_second"),)),
+    "peers": Description(
+        "Interlock beside DBOS Transact and Powertools idempotency",
+        "The same effect through each system on its real local backend, one worker process per concurrent worker: "
+        "the time per effect and effects per second.",
+        charts=(("systems", r"median|per_second"),)),
+    "pipeline_judge": Description(
+        "Re-judging cells",
+        "How fast the pipeline re-derives every column of a cell from its raw artifacts alone."),
+    "settle_ratio": Description(
+        "Crash to settled: interlock against hand_check",
+        "Median seconds from the crash marker to the settling worker's outcome, per fault, on the offline "
+        "stand-ins; the ratio is interlock's median over hand_check's.",
+        charts=(("rows", r"_median_s$"),)),
+    "site_build": Description(
+        "Building this site",
+        "Judging, rendering and mkdocs on the committed results, and on a synthetic set of many scenarios."),
+    "standins": Description(
+        "The local stand-ins",
+        "Round-trip times of the real client libraries against the local stand-ins, which bound how fast an "
+        "offline run can be."),
+}
+
+# (name regex, unit, how to format): the first that matches a key's last part gives its unit.
+_UNITS: tuple[tuple[str, str], ...] = (
+    (r"(^|_)ms($|_)", "ms"),
+    (r"(^|_)(seconds|s)($|_)", "s"),
+    (r"per_(cpu_)?second", "per s"),
+    (r"(^|_)bytes($|_)", "bytes"),
+    (r"ratio|_over_|_vs_|scaling", "×"),
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a benchmark: formatted cells, and the numbers behind the columns worth a chart."""
+
+    title: str
+    head: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    chart: Mapping[str, tuple[float | None, ...]]  # column title -> one value per row, for the bars
+    chart_unit: str
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark file: its figures as (dotted name, value), in the file's order."""
+    """One benchmark file, laid out."""
 
     name: str
     source: str
-    figures: tuple[tuple[str, Any], ...]
+    title: str
+    why: str
+    tables: tuple[Table, ...]
 
 
-def _flatten(node: Node, prefix: str = "") -> list[tuple[str, Any]]:
-    rows: list[tuple[str, Any]] = []
-    for key in node.expect("object"):
-        child = node.at(key)
+def unit(key: str) -> str:
+    """The unit a figure's name announces; empty for counts and words."""
+    return next((u for pattern, u in _UNITS if re.search(pattern, key)), "")
+
+
+_UNIT_WORDS = {"ms": {"ms"}, "s": {"s", "seconds"}, "bytes": {"bytes"}}
+
+
+def label(key: str) -> str:
+    """A key as words, its unit in brackets once ("gated call median (ms)")."""
+    found = unit(key)
+    words = [w for w in key.replace("_", " ").split(" ") if w not in _UNIT_WORDS.get(found, set())]
+    return f"{' '.join(words) or key} ({found})" if found else " ".join(words)
+
+
+def value(item: Any) -> str:
+    """One figure as text: yes/no for flags, thousands grouped, lists joined."""
+    if isinstance(item, bool):
+        return "yes" if item else "no"
+    if isinstance(item, int):
+        return f"{item:,}"
+    if isinstance(item, float):
+        return f"{item:,.3f}".rstrip("0").rstrip(".") if abs(item) < 1000 else f"{item:,.0f}"
+    if item is None:
+        return "none"
+    if isinstance(item, list):
+        return ", ".join(value(i) for i in item)
+    return str(item)
+
+
+def _flat(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects as one level, keys joined with a space ("effects_per_second 4")."""
+    out: dict[str, Any] = {}
+    for key, item in obj.items():
         name = f"{prefix}{key}"
-        if isinstance(child.value, dict):
-            rows += _flatten(child, name + ".")
+        if isinstance(item, Mapping):
+            out.update(_flat(item, name + " "))
         else:
-            rows.append((name, child.value))
-    return rows
+            out[name] = item
+    return out
+
+
+def _numbers(column: list[Any]) -> tuple[float | None, ...]:
+    return tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in column)
+
+
+def _table(title: str, row_word: str, rows: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) -> Table:
+    """Rows of flat figures as one table: a column per key any row has, in first-seen order."""
+    keys = list(dict.fromkeys(k for _, figures in rows for k in figures))
+    head = (row_word,) + tuple(label(k) for k in keys)
+    body = tuple((name,) + tuple(value(f[k]) if k in f else "" for k in keys) for name, f in rows)
+    drawn = [k for k in keys if chart and re.search(chart, k)]
+    numbers = {label(k): _numbers([f.get(k) for _, f in rows]) for k in drawn}
+    numbers = {k: v for k, v in numbers.items() if any(x is not None for x in v)}
+    units = {unit(k) for k in drawn}
+    return Table(title, head, body, numbers, units.pop() if len(units) == 1 else "")
+
+
+def layout(name: str, data: Mapping[str, Any], source: str) -> Benchmark:
+    """One benchmark file as tables: pivots first, then each list of rows and object of objects, then every other
+    figure in one table of its own."""
+    about = DESCRIPTIONS.get(name, Description(name.replace("_", " "), "As `make bench` stored it."))
+    charts = dict(about.charts)
+    scalars = {k: v for k, v in data.items() if not isinstance(v, (Mapping, list)) or
+               (isinstance(v, list) and not any(isinstance(i, Mapping) for i in v))}
+    tables: list[Table] = []
+    for title, pattern, word in about.pivots:
+        grid: dict[str, dict[str, Any]] = {}
+        for key in list(scalars):
+            if (match := re.match(pattern, key)):
+                grid.setdefault(match["row"], {})[match["col"]] = scalars.pop(key)
+        if grid:
+            ordered = sorted(grid.items(), key=lambda item: (len(item[0]), item[0]))
+            tables.append(_table(title, word, [(row, f) for row, f in ordered], charts.get(title)))
+    for key, item in data.items():
+        if isinstance(item, list) and any(isinstance(i, Mapping) for i in item):
+            rows = [(" · ".join(str(v) for k, v in row.items() if isinstance(v, str)) or str(n), _flat(
+                {k: v for k, v in row.items() if not isinstance(v, str)})) for n, row in enumerate(item, 1)]
+            tables.append(_table(key, "row", rows, charts.get(key)))
+        elif isinstance(item, Mapping) and item and all(isinstance(v, Mapping) for v in item.values()):
+            tables.append(_table(key, key.rstrip("s") or key, [(k, _flat(v)) for k, v in item.items()],
+                                 charts.get(key)))
+        elif isinstance(item, Mapping):
+            scalars.update(_flat(item, key + " "))
+    if scalars:
+        tables.append(Table("figures", ("figure", "value"), tuple((label(k), value(v)) for k, v in scalars.items()),
+                            {}, ""))
+    return Benchmark(name, source, about.title, about.why, tuple(tables))
 
 
 def benchmarks(folder: Path, shown: str = "results/bench") -> tuple[Benchmark, ...]:
     """Every results/bench/*.json, in name order; none is fine."""
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    return tuple(Benchmark(path.stem, f"{shown}/{path.name}", tuple(_flatten(read(path)))) for path in files)
+    return tuple(layout(path.stem, read(path).expect("object"), f"{shown}/{path.name}") for path in files)

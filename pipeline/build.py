@@ -1,4 +1,5 @@
-"""`python -m pipeline build`: re-judge result files, render the pages, and build the static site with mkdocs."""
+"""`python -m pipeline build`: re-judge the result files and the shipped published runs, render the pages, and
+build the static site with mkdocs. Every disagreement between a stored verdict and the derived one is printed."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .benchmarks import benchmarks
-from .compare import published_runs
 from .derive import derive
 from .load import BadInput
-from .model import Scenario
+from .model import Disagreement, Scenario
+from .published import published_runs
 from .reliability import reliability
 from .render import render_site
 
@@ -72,18 +73,25 @@ def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
 
 
 def render(files: Sequence[Path], docs: Path) -> tuple[list[Scenario], list]:
-    """Judge every file and write the site's Markdown: everything but mkdocs, as benchmarked. The reliability and
-    benchmark pages read whatever results/reliability/ and results/bench/ hold."""
+    """Judge every file and the published runs, and write the site's Markdown: everything but mkdocs, as
+    benchmarked. Returns our judged runs followed by the re-judged published ones. The reliability and benchmark
+    pages read whatever results/reliability/ and results/bench/ hold."""
     scenarios = [derive(path) for path in files]
-    return scenarios, render_site(scenarios, published_runs(), docs, reliability(RELIABILITY), benchmarks(BENCH))
+    published = published_runs()
+    nav = render_site(scenarios, published, docs, reliability(RELIABILITY), benchmarks(BENCH))
+    return scenarios + [figures["scenario"] for figures in published.values()], nav
+
+
+def _build(files: Sequence[Path], out: Path) -> tuple[Path, list[Scenario]]:
+    docs, site = out / "docs", out / "site"
+    scenarios, nav = render(files, docs)
+    _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+    return site, scenarios
 
 
 def build(files: Sequence[Path], out: Path) -> Path:
     """Judge, render into out/docs, build out/site; returns the site folder."""
-    docs, site = out / "docs", out / "site"
-    scenarios, nav = render(files, docs)
-    _mkdocs(docs, site, nav, source_date_epoch(scenarios))
-    return site
+    return _build(files, out)[0]
 
 
 def result_files(folder: Path = RESULTS) -> list[Path]:
@@ -99,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = args.files or result_files()
     try:
-        site = build(files, args.out)
+        site, judged = _build(files, args.out)
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -107,7 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: mkdocs: {exc}", file=sys.stderr)
         return 1
     shown = site.relative_to(REPO) if site.is_relative_to(REPO) else site
-    print(f"site built in {shown}/ from {len(files)} result file(s)")
+    found: list[Disagreement] = [d for s in judged for d in s.disagreements]
+    for disagreement in found:
+        print(f"disagreement: {disagreement.line()}", file=sys.stderr)
+    published = len(judged) - len(files)
+    print(f"site built in {shown}/ from {len(files)} result file(s) and {published} published run(s), re-judged; "
+          f"{len(found)} stored verdict(s) disagree with the derived ones")
     print("serve it with `make serve` and open http://127.0.0.1:8000/")
     return 0
 

@@ -1,10 +1,13 @@
-"""Crash-to-settled chart: one SVG per colour scheme, byte-identical across runs and machines."""
+"""Crash-to-settled chart: per system, the published run's times beside this run's, one SVG per colour scheme,
+byte-identical across runs and machines."""
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import median
 
 import matplotlib
 
@@ -27,22 +30,33 @@ _SCHEMES = {
     "dark": {"fg": "#e6edf3", "grid": "#3d444d", "bg": "#1e2129"},
 }
 
-# One colour per system, chosen to stay distinguishable on both backgrounds.
-_SYSTEM_COLOURS = ("#8c8c8c", "#d4851c", "#2f7fd1", "#8e5bd0", "#2ea36b", "#c94a6b")
+# One colour per run (published, this run, ...), distinguishable on both backgrounds.
+_RUN_COLOURS = ("#d4851c", "#2f7fd1", "#2ea36b", "#8e5bd0")
+# Narrow enough that a phone shows the text at a readable size, short enough for any number of systems.
+_WIDTH_IN = 5.6
+_ROW_IN = 0.36
+_MAX_HEIGHT_IN = 8.0
+_FONT = 12
 
 
 @dataclass(frozen=True)
-class Bar:
-    """One crash-to-settled measurement; seconds is None when the cell has no measurement."""
+class Series:
+    """One run's (or one measure's) values per row, e.g. crash-to-settled seconds per system; a row with an
+    empty list has no measurement."""
 
-    fault: str
-    system: str
-    seconds: float | None
+    label: str  # "published run" | "this run" | a column title
+    values: dict[str, list[float]]
 
 
-def settle_charts(bars: Sequence[Bar]) -> dict[str, str]:
-    """The chart once per colour scheme: drawn once in the light palette, then recoloured, which halves the cost."""
-    light = _draw(bars, _SCHEMES["light"])
+def settle_charts(series: Sequence[Series]) -> dict[str, str]:
+    """The settle chart once per colour scheme."""
+    return bar_charts(series, "seconds, crash to settled (bar: median; line: range)", "s")
+
+
+def bar_charts(series: Sequence[Series], xlabel: str, unit: str) -> dict[str, str]:
+    """Bars per row and series, once per colour scheme: drawn once in the light palette, then recoloured, which
+    halves the cost."""
+    light = _draw(series, _SCHEMES["light"], xlabel, unit)
     charts = {"light": light}
     for scheme, colours in _SCHEMES.items():
         if scheme != "light":
@@ -53,49 +67,74 @@ def settle_charts(bars: Sequence[Bar]) -> dict[str, str]:
     return charts
 
 
-def _draw(bars: Sequence[Bar], colours: dict[str, str]) -> str:
-    """Crash-to-settled seconds per fault (rows) and system (bars) as SVG text."""
-    faults = list(dict.fromkeys(b.fault for b in bars))
-    systems = list(dict.fromkeys(b.system for b in bars))
-    by_cell = {(b.fault, b.system): b.seconds for b in bars}
-    height = 1.0 + len(faults) * (0.28 * len(systems) + 0.35)
-    band = 0.8 / max(len(systems), 1)
+def _wrap(text: str, width: int = 26) -> str:
+    """A long row name over lines, broken after `_`, `/` or a space, so the bars keep the width of a phone."""
+    lines, line = [], ""
+    for token in re.findall(r"[^_/ ]+[_/ ]?", text) or [text]:
+        if line and len(line) + len(token) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += token
+    return "\n".join(lines + [line.rstrip()])
+
+
+def _number(value: float) -> str:
+    return f"{value:.1f}" if value < 10 else f"{value:,.0f}"
+
+
+def _label(values: list[float], unit: str) -> str:
+    mid = median(values)
+    text = f"{_number(mid)} {unit}".rstrip()
+    low, high = min(values), max(values)
+    return text if high - low < 0.05 else f"{text} ({_number(low)}–{_number(high)})"
+
+
+def _draw(series: Sequence[Series], colours: dict[str, str], xlabel: str, unit: str) -> str:
+    """Median per row (a system, a fault) and series (a run, a measure), the whisker spanning the lowest to the
+    highest value."""
+    systems = list(dict.fromkeys(s for run in series for s in run.values))
+    runs = max(len(series), 1)
+    height = min(_MAX_HEIGHT_IN, 0.9 + len(systems) * runs * _ROW_IN)
+    band = 0.8 / runs
     with matplotlib.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(8.0, height))
+        fig, ax = plt.subplots(figsize=(_WIDTH_IN, height))
         fig.patch.set_facecolor(colours["bg"])
         ax.set_facecolor(colours["bg"])
-        top = max([s for s in by_cell.values() if s is not None] + [1.0])
-        labelled: set[str] = set()
-        for index, system in enumerate(systems):
-            colour = _SYSTEM_COLOURS[index % len(_SYSTEM_COLOURS)]
-            for row, fault in enumerate(faults):
-                y = row + (index - (len(systems) - 1) / 2) * band
-                seconds = by_cell.get((fault, system))
-                if seconds is None:
-                    if (fault, system) in by_cell:
-                        ax.text(0, y, " no measurement", va="center", fontsize=8, color=colours["fg"])
+        top = max([max(v) for run in series for v in run.values.values() if v] + [1.0])
+        for index, run in enumerate(series):
+            colour = _RUN_COLOURS[index % len(_RUN_COLOURS)]
+            labelled = False
+            for row, system in enumerate(systems):
+                y = row + (index - (runs - 1) / 2) * band
+                values = run.values.get(system)
+                if not values:
+                    ax.text(0, y, " not run" if system not in run.values else " no measurement", va="center",
+                            fontsize=_FONT - 1, color=colours["fg"])
                     continue
-                label = None if system in labelled else system
-                labelled.add(system)
-                ax.barh(y, seconds, height=band * 0.9, color=colour, label=label)
-                ax.text(seconds + top * 0.01, y, f"{seconds:.1f} s", va="center", fontsize=9, color=colours["fg"])
-        ax.set_yticks(range(len(faults)), faults)
+                mid = median(values)
+                ax.barh(y, mid, height=band * 0.85, color=colour, label=None if labelled else run.label)
+                labelled = True
+                ax.plot([min(values), max(values)], [y, y], color=colours["fg"], linewidth=1)
+                ax.text(max(values) + top * 0.015, y, _label(values, unit), va="center", fontsize=_FONT - 1,
+                        color=colours["fg"])
+        ax.set_yticks(range(len(systems)), [_wrap(s) for s in systems])
         ax.invert_yaxis()
-        ax.set_xlim(0, top * 1.15)
-        ax.set_xlabel("seconds from crash to settled", color=colours["fg"])
-        ax.tick_params(colors=colours["fg"], labelsize=9)
+        ax.set_xlim(0, top * 1.3)
+        ax.set_xlabel(xlabel, color=colours["fg"], fontsize=_FONT - 1)
+        ax.tick_params(colors=colours["fg"], labelsize=_FONT)
         ax.grid(axis="x", color=colours["grid"], linewidth=0.6)
         ax.set_axisbelow(True)
         for spine in ax.spines.values():
             spine.set_color(colours["grid"])
         handles, labels = ax.get_legend_handles_labels()
         if handles:
-            legend = ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles),
-                               fontsize=9, frameon=False)
+            wide = sum(len(text) for text in labels) > 36  # side by side only while the legend fits the width
+            legend = ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.0),
+                               ncol=1 if wide else len(handles), fontsize=_FONT, frameon=False)
             for text in legend.get_texts():
                 text.set_color(colours["fg"])
         fig.tight_layout()
         out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None}, facecolor=colours["bg"])
+        fig.savefig(out, format="svg", metadata={"Date": None}, facecolor=colours["bg"], bbox_inches="tight")
         plt.close(fig)
     return out.getvalue()

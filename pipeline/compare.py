@@ -1,29 +1,22 @@
-"""Published vs ours: the published pages' figures set against a judged scenario, cell by cell, each difference
+"""Published vs ours: the re-judged published run set against a judged scenario, cell by cell, each difference
 explained from the artifacts."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Mapping
 
 from .model import Cell, Difference, Scenario
+from .published import published_runs
 from .scenarios import CALENDAR
 
-PUBLISHED_RUNS = Path(__file__).resolve().parents[1] / "site" / "data" / "published_runs.json"
 COLUMNS = ("outcome", "agent_writes", "want", "invariant_held", "answer_matches", "can_prove", "seconds_to_settle")
-
-
-def published_runs(path: Path = PUBLISHED_RUNS) -> dict[str, Any]:
-    """The published figures per scenario, as transcribed from the published pages."""
-    return json.loads(path.read_text(encoding="utf-8"))["scenarios"]
 
 
 def _ours(cell: Cell, column: str) -> Any:
     return cell.as_json()[column]
 
 
-def _explain(scenario: Scenario, cell: Cell, column: str, published: Any) -> str:
+def _explain(scenario: Scenario, cell: Cell, column: str, published: Any, row: Mapping[str, Any]) -> str:
     """Why a column reads differently here than on the published page, in terms of this cell's artifacts."""
     same_run = scenario.provenance.published
     where = "re-judged from the published artifacts" if same_run else f"in {scenario.source}"
@@ -41,11 +34,15 @@ def _explain(scenario: Scenario, cell: Cell, column: str, published: Any) -> str
                 f" and the service holds {cell.agent_writes} agent write(s)")
     if column == "want":
         return f"{where}, fault {cell.fault} wants {cell.want} agent write(s)"
+    if column == "seconds_to_settle":
+        theirs = row.get("seconds_basis", "as the published page reported it")
+        return (f"{where}, {cell.seconds_to_settle:.1f}s ({cell.seconds_basis}) against the published "
+                f"{published:.1f}s ({theirs})")
     return f"{where}, {column} is {_ours(cell, column)}; the published page says {published}"
 
 
 def compare_published(scenario: Scenario, published: Mapping[str, Any] | None = None) -> tuple[Difference, ...]:
-    """Every cell and column where the published page and this scenario differ, in value or in scoring rule."""
+    """Every cell and column where the published run and this scenario differ, in value or in scoring rule."""
     figures = (published if published is not None else published_runs()).get(scenario.name)
     if figures is None:
         return ()
@@ -63,12 +60,12 @@ def compare_published(scenario: Scenario, published: Mapping[str, Any] | None = 
             ours, theirs = _ours(cell, column), row[column]
             if ours != theirs:
                 diffs.append(Difference(fault, system, column, theirs, ours, "value",
-                                        _explain(scenario, cell, column, theirs)))
+                                        _explain(scenario, cell, column, theirs, row)))
             elif column == "can_prove" and scenario.name == CALENDAR.name:
                 diffs.append(Difference(fault, system, column, theirs, ours, "basis", (
                     "the published page's proof column only asked whether a valid receipt exists; this pipeline "
                     "applies one rule to every scenario (actor named, checks recorded, and the record's list of "
-                    "agent events equals the calendar's), and " + _explain(scenario, cell, column, theirs))))
+                    "agent events equals the calendar's), and " + _explain(scenario, cell, column, theirs, row))))
     for cell in scenario.cells:
         if (cell.fault, cell.system) not in seen:
             diffs.append(Difference(cell.fault, cell.system, "cell", None, "present", "value",

@@ -1,17 +1,26 @@
-"""derive(): one result file in, one judged Scenario out, from the raw artifacts alone."""
+"""derive(): one result file in, one judged Scenario out, from the raw artifacts alone.
+
+Every scored column is derived here: the outcome from the worker's own outcome file, the wanted end state from the
+fault catalogue, ground truth from the service's listing, what the record says from the system's own record, the
+seconds from the run's clock readings. Columns a file stores besides (the published files store them all) are only
+compared with the derived ones, and each difference is kept as a disagreement.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from interlock.outcomes import UnknownOutcome, landed
-
 from . import judge, record, score
+from .disagreements import disagreements
+from .faults import fault_of
 from .load import Node, read
 from .model import Cell, Decision, Provenance, Scenario, Service
+from .outcomes import claim
 from .raced import raced_dispatch
 from .scenarios import CALENDAR, GATE, GCP, SPECS, calendar_setting, gcp_setting, scenario_name, trigger
+from .settle import settle
 from .summary import summarize
 from .verdict import fault_notes, verdict
 
@@ -19,34 +28,16 @@ SCHEMA_VERSION = 1
 _PUBLISHED_SERVICES = {GCP.name: ("object_store", "service"), CALENDAR.name: ("calendar", None)}
 
 
-def _claim(node: Node) -> bool | None:
-    outcome = node.expect("string")
-    try:
-        return landed(outcome)
-    except UnknownOutcome:
-        raise node.bad(f"unknown outcome {outcome!r}") from None
-
-
-def _exits(node: Node) -> tuple[int, ...]:
+def _exits(cell: Node) -> tuple[int, ...]:
+    """The workers' exit codes: `worker_exits`, or the published calendar file's `worker_exit_codes`."""
+    node = cell.at("worker_exits" if cell.has("worker_exits") or not cell.has("worker_exit_codes")
+                   else "worker_exit_codes")
     return tuple(item.expect("integer") for item in node.items())
 
 
 def _entries(node: Node) -> list[dict[str, Any]]:
     """Journal entries, which must at least be JSON objects; anything inside them is the verifier's to judge."""
     return [item.expect("object") for item in node.items()]
-
-
-def _gcp_seconds(cell: Node, artifacts: Node) -> float:
-    """Crash marker to the restart worker's end, when both files were kept; else the stored measurement."""
-    restart = artifacts.opt_node("outcome_restart.json")
-    crashed = artifacts.opt("crashed_at", "string")
-    if restart is None or crashed is None or restart.opt("settled_at", "number") is None:
-        return float(cell.get("seconds_to_settle", "number"))
-    try:
-        crashed_at = float(crashed)
-    except ValueError:
-        raise artifacts.at("crashed_at").bad(f"not a time: {crashed!r}") from None
-    return round(restart.get("settled_at", "number") - crashed_at, 1)
 
 
 def _decision(cell: Node, reason_key: str | None, summary_key: str | None) -> Decision | None:
@@ -58,30 +49,43 @@ def _decision(cell: Node, reason_key: str | None, summary_key: str | None) -> De
     return Decision(node.opt("model", "string"), reason, summary, node.expect("object"))
 
 
-def _gcp_cell(cell: Node, fault: str, system: str) -> dict[str, Any]:
+def _gcp_outcome(artifacts: Node, exits: tuple[int, ...]) -> Node:
+    """The last worker's own outcome file: the restart worker's, or the first's when it alone ran."""
+    name = "outcome_restart.json" if len(exits) > 1 else "outcome_decide.json"
+    return artifacts.at(name).at("outcome")
+
+
+def _gcp_cell(cell: Node, system: str) -> dict[str, Any]:
     """The gcp parts of a judged cell: the object's versions (or write log), log.jsonl or journal.jsonl."""
     artifacts = cell.at("artifacts")
     journal = _entries(artifacts.at("journal.jsonl"))
+    log: Any = []
     if system.startswith(GATE):
         says, receipt = record.gate_record(journal, artifacts.child_path("journal.jsonl"))
-        log: Any = []
+    elif system in record.PEERS:
+        says, receipt = record.peer_record(artifacts, system), None
     else:
         lines = artifacts.at("log.jsonl").items()
         says, receipt = record.baseline_record(lines, artifacts.child_path("log.jsonl")), None
         log = [line.value for line in lines]
-    exits = _exits(cell.at("worker_exits"))
-    decided = artifacts.opt_node("outcome_decide.json")  # files written before `first_worker_outcome` was stored
+    exits = _exits(cell)
+    decided = artifacts.opt_node("outcome_decide.json") if len(exits) > 1 else None
     first = cell.opt_node("first_worker_outcome") or (decided.opt_node("outcome") if decided else None)
     return dict(
-        truth=judge.judge_gcp(cell, fault), record=says, receipt=receipt, journal=tuple(journal), worker_log=log,
-        decision=_decision(cell, "reason", None), worker_exits=exits,
-        seconds_to_settle=_gcp_seconds(cell, artifacts), first_node=first,
+        outcome_node=_gcp_outcome(artifacts, exits), record=says, receipt=receipt, journal=tuple(journal),
+        worker_log=log, decision=_decision(cell, "reason", None), worker_exits=exits, first_node=first,
         trigger=trigger(exits, cell.opt("connection_cut_after_commit", "boolean", False), False),
-        settle_from=cell.opt("settle_from", "string"), setting=gcp_setting(cell, fault),
+        setting=gcp_setting(cell, cell.get("fault", "string")),
     )
 
 
-def _calendar_cell(cell: Node, fault: str, system: str) -> dict[str, Any]:
+def _first_result(evidence: Node) -> Node | None:
+    """The outcome the first worker wrote itself, when it lived to write one."""
+    first = evidence.opt_node("first_result_file")
+    return first.opt_node("outcome") if first is not None else None
+
+
+def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
     """The calendar parts of a judged cell: events on the slot, the worker log and result file, or the receipt."""
     evidence = cell.at("evidence")
     journal: list = []
@@ -89,57 +93,63 @@ def _calendar_cell(cell: Node, fault: str, system: str) -> dict[str, Any]:
         bundle = evidence.at("receipt_bundle")
         journal = _entries(bundle.at("entries"))
         says, receipt = record.gate_record(journal, bundle.path)
+    elif system in record.PEERS:
+        files = evidence.opt_node("case_files") or evidence
+        says, receipt = record.peer_record(files, system), None
     else:
         lines = record.worker_log_lines(evidence.at("worker_log"))
         source = f"{evidence.path}.worker_log+result_file"
         says, receipt = record.baseline_record(lines, source, evidence.at("result_file")), None
     crash_point, action = cell.get("crash_point", "string"), cell.get("outage_action", "string")
-    exits = _exits(cell.at("worker_exit_codes"))
-    timing = cell.opt_node("timing")
+    exits = _exits(cell)
     return dict(
-        truth=judge.judge_calendar(cell, crash_point, action),
-        record=says, receipt=receipt, journal=tuple(journal), worker_log=evidence.get("worker_log", "string"),
+        outcome_node=evidence.at("result_file").at("outcome"), record=says, receipt=receipt,
+        journal=tuple(journal), worker_log=evidence.get("worker_log", "string"),
         decision=_decision(cell, None, "summary"), worker_exits=exits,
-        seconds_to_settle=float(cell.get("seconds_to_settle", "number")),
-        first_node=cell.opt_node("first_worker_outcome"),
+        first_node=cell.opt_node("first_worker_outcome") or _first_result(evidence),
         trigger=trigger(exits, crash_point == "network_cut", action.startswith("raced")),
-        settle_from=timing.opt("settled_from", "string") if timing else None,
         setting=calendar_setting(crash_point, action),
     )
 
 
-def _stored(cell: Node, answer_key: str) -> dict[str, Any]:
-    """The scored columns as the file stored them, kept only to compare with what the pipeline derives."""
-    obj = cell.value
-    return {
-        "outcome": obj.get("outcome"),
-        "invariant_held": obj.get("invariant_held"),
-        "answer_matches": obj.get(answer_key),
-        "can_prove": obj.get("can_prove_what_happened"),
-        "seconds_to_settle": obj.get("seconds_to_settle"),
-    }
+def _conflict_recorded(receipt: dict[str, Any] | None) -> bool:
+    """The receipt's last re-check found a changed premise or a lease no longer live."""
+    rechecked = (receipt or {}).get("rechecked_at_recovery")
+    if not isinstance(rechecked, dict):
+        return False
+    return bool(rechecked.get("violations")) or rechecked.get("lease_live") is False
+
+
+def _settle_from(cell: Node) -> str | None:
+    """What a stored figure counts from, as the file says (the published gcp file says nothing)."""
+    timing = cell.opt_node("timing")
+    return cell.opt("settle_from", "string") or (timing.opt("settled_from", "string") if timing else None)
 
 
 def derive_cell(cell: Node, index: int, scenario: str) -> Cell:
     """Judge one cell: ground truth from the service, record_says from the system's record, then both scores."""
-    fault, system = cell.get("fault", "string"), cell.get("system", "string")
-    outcome_node = cell.at("outcome")
-    claim = _claim(outcome_node)
+    fault, system = fault_of(cell, scenario), cell.get("system", "string")
     calendar = scenario == CALENDAR.name
-    parts = (_calendar_cell if calendar else _gcp_cell)(cell, fault, system)
-    truth, exits = parts["truth"], parts["worker_exits"]
+    parts = (_calendar_cell if calendar else _gcp_cell)(cell, system)
+    truth = judge.judge_calendar(cell, fault) if calendar else judge.judge_gcp(cell, fault)
+    exits = parts["worker_exits"]
     proof = score.prove(parts["record"], truth)
-    first = parts.pop("first_node")
-    first_claim = _claim(first) if first is not None else None
-    return Cell(
-        index=index, scenario=scenario, fault=fault, system=system, outcome=outcome_node.value, landed=claim,
-        agent_writes=len(truth.agent_writes), want=truth.want, invariant_held=truth.invariant_held,
-        answer_matches=score.answer_matches(claim, truth, exactly_one=calendar), can_prove=proof.ok, proof=proof,
+    outcome_node, first = parts.pop("outcome_node"), parts.pop("first_node")
+    landed = claim(outcome_node)
+    first_claim = claim(first) if first is not None else None
+    timed = settle(cell)
+    judged = Cell(
+        index=index, scenario=scenario, fault=fault.name, system=system, outcome=outcome_node.value,
+        outcome_source=outcome_node.path, landed=landed, agent_writes=len(truth.agent_writes), want=truth.want,
+        wants=fault.wants, invariant_held=truth.invariant_held,
+        answer_matches=score.answer_matches(landed, truth, exactly_one=calendar), can_prove=proof.ok, proof=proof,
+        seconds_to_settle=timed.seconds, seconds_basis=timed.basis, seconds_derived=timed.derived, truth=truth,
         first_worker_outcome=first.value if first is not None else None,
         first_answer_matches=score.answer_matches(first_claim, truth, exactly_one=calendar),
         ids=cell.value.get("ids"), crash_fired=bool(exits) and exits[0] == -9,
-        stored=_stored(cell, "answer_matches_calendar" if calendar else "answer_matches_service"), **parts,
+        settle_from=timed.start or _settle_from(cell), conflict_recorded=_conflict_recorded(parts["receipt"]), **parts,
     )
+    return dataclasses.replace(judged, disagreements=disagreements(cell, judged))
 
 
 def _commit(node: Node) -> str | None:
@@ -166,19 +176,36 @@ def _provenance(top: Node, scenario: str) -> Provenance:
             summary=f"published real-service run: {services[0].name}, model {services[1].name}, generated {generated}",
             decider=model, extra=extra,
         )
-    services = []
+    listed: list[Service] = []
     for role, item in node.at("services").expect("object").items():
-        service = Node(item, node.at("services").child_path(role), node.file)
-        services.append(Service(role, service.get("real", "boolean"), service.get("name", "string"),
+        service = Node(item, node.at("services"), node.file, role)
+        listed.append(Service(role, service.get("real", "boolean"), service.get("name", "string"),
                                 service.opt("version", "string")))
     generated = node.get("generated", "string")
-    described = ", ".join(f"{s.role} {s.name} ({'real' if s.real else 'stand-in'})" for s in services)
+    described = ", ".join(f"{s.role} {s.name} ({'real' if s.real else 'stand-in'})" for s in listed)
     return Provenance(
-        published=False, generated=generated, script=node.opt("script", "string"), services=tuple(services),
+        published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
         versions=node.opt("versions", "object", {}), commit=_commit(node),
         claim=node.opt("claim", "object", {}), extra=extra,
     )
+
+
+def _cells(node: Node, scenario: str) -> tuple[Cell, ...]:
+    """Every cell judged; a second cell of the same (fault, system) is bad input, since a verdict would hide one."""
+    cells: list[Cell] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, item in enumerate(node.items()):
+        cell = derive_cell(item, i, scenario)
+        key = (cell.fault, cell.system)
+        if key in seen:
+            raise item.bad(f"a second cell of fault {cell.fault!r}, system {cell.system!r} (the first is "
+                           f"{node.child_path(seen[key])})")
+        seen[key] = i
+        cells.append(cell)
+    if not cells:
+        raise node.bad("no cells")
+    return tuple(cells)
 
 
 def _in_order(values: list[str]) -> tuple[str, ...]:
@@ -192,15 +219,14 @@ def derive(path: str | Path) -> Scenario:
     if top.has("schema_version") and top.get("schema_version", "integer") != SCHEMA_VERSION:
         raise top.at("schema_version").bad(f"unsupported schema version (this pipeline reads {SCHEMA_VERSION})")
     provenance = _provenance(top, name)
-    cells = tuple(derive_cell(cell, i, name) for i, cell in enumerate(top.at("cells").items()))
-    if not cells:
-        raise top.at("cells").bad("no cells")
+    cells = _cells(top.at("cells"), name)
     spec = SPECS[name]
     faults = _in_order([c.fault for c in cells])
     systems = _in_order([c.system for c in cells])
     summaries = summarize(cells, systems)
     return Scenario(
-        name=name, title=spec.title, source=str(path), provenance=provenance, faults=faults, systems=systems,
+        name=name, title=spec.title(provenance.services), source=str(path), provenance=provenance, faults=faults, systems=systems,
         cells=cells, summaries=summaries, verdict=verdict(spec, cells, systems, summaries),
         notes=fault_notes(spec, cells, faults, systems), raced=raced_dispatch(top),
+        disagreements=tuple(d for c in cells for d in c.disagreements),
     )

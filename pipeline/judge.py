@@ -7,7 +7,7 @@ from datetime import datetime
 
 from .load import Node
 from .model import GroundTruth
-from .scenarios import calendar_want, gcp_want
+from .faults import Fault
 
 AGENT = "agent"
 
@@ -42,8 +42,8 @@ def _gcp_writes_from_write_log(artifacts: Node, object_name: str | None) -> list
     return [(generation, writer) for generation, (_, writer) in ordered]
 
 
-def judge_gcp(cell: Node, fault: str) -> GroundTruth:
-    """Agent writes and live owner of the cell's object, against the fault's wanted count and owner."""
+def judge_gcp(cell: Node, fault: Fault) -> GroundTruth:
+    """Agent writes and live owner of the cell's object, against the catalogue's wanted count and owner."""
     artifacts = cell.at("artifacts")
     source = cell.opt("ground_truth_source", "string", "versions")
     if source == "versions":
@@ -60,7 +60,7 @@ def judge_gcp(cell: Node, fault: str) -> GroundTruth:
         live_generation, live_owner = writes[-1]
     else:
         live_generation, live_owner = None, None
-    want, want_owner = gcp_want(cell, fault)
+    want, want_owner = fault.want, fault.owner
     agent = tuple(generation for generation, writer in writes if writer == AGENT)
     return GroundTruth(
         source=source, agent_writes=agent, want=want, want_owner=want_owner, live_generation=live_generation,
@@ -91,7 +91,7 @@ def _booking_request(event: Node) -> str | None:
     return private.opt("booking_request", "string") if private else None
 
 
-def judge_calendar(cell: Node, crash_point: str, outage_action: str) -> GroundTruth:
+def judge_calendar(cell: Node, fault: Fault) -> GroundTruth:
     """The request's live agent events on the slot, and whether one went on top of an event already there."""
     request_id = cell.get("request_id", "string")
     events = cell.at("ground_truth").at("events_list").items()
@@ -108,7 +108,7 @@ def judge_calendar(cell: Node, crash_point: str, outage_action: str) -> GroundTr
         start, end = _span(mine)
         double = double or any(s < end and start < e for s, e in map(_span, others))
     agent = tuple(e.get("id", "string") for e in ours)
-    want = calendar_want(crash_point, outage_action)
+    want = fault.want
     return GroundTruth(
         source="events_list", agent_writes=agent, want=want, want_owner=None, live_generation=None, live_owner=None,
         writes=tuple((e.get("id", "string"), "agent" if e in ours else "other") for e in live),

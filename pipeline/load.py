@@ -33,12 +33,20 @@ def json_type(value: Any) -> str:
 
 
 class Node:
-    """A JSON value together with the file and JSON path it was read from."""
+    """A JSON value together with the file and JSON path it was read from (the path is built only when asked)."""
 
-    __slots__ = ("value", "path", "file")
+    __slots__ = ("value", "file", "_parent", "_key")
 
-    def __init__(self, value: Any, path: str, file: str):
-        self.value, self.path, self.file = value, path, file
+    def __init__(self, value: Any, path: str | Node, file: str, key: str | int = ""):
+        self.value, self.file = value, file
+        self._parent, self._key = path, key  # a Node parent and this value's key in it, or the path itself
+
+    @property
+    def path(self) -> str:
+        """The JSON path, e.g. `cells[3].artifacts["log.jsonl"]`."""
+        if isinstance(self._parent, Node):
+            return self._parent.child_path(self._key)
+        return self._parent
 
     def bad(self, problem: str) -> BadInput:
         """An error about this value."""
@@ -71,7 +79,7 @@ class Node:
         obj = self.expect("object")
         if key not in obj:
             raise BadInput(self.file, self.child_path(key), "missing")
-        return Node(obj[key], self.child_path(key), self.file)
+        return Node(obj[key], self, self.file, key)
 
     def get(self, key: str, kind: str, *, nullable: bool = False) -> Any:
         """The member `key`, present and of JSON type `kind`."""
@@ -82,16 +90,16 @@ class Node:
         obj = self.expect("object")
         if obj.get(key) is None:
             return default
-        return Node(obj[key], self.child_path(key), self.file).expect(kind)
+        return Node(obj[key], self, self.file, key).expect(kind)
 
     def opt_node(self, key: str) -> Node | None:
         """The member `key` as a node when present and not null."""
         obj = self.expect("object")
-        return None if obj.get(key) is None else Node(obj[key], self.child_path(key), self.file)
+        return None if obj.get(key) is None else Node(obj[key], self, self.file, key)
 
     def items(self) -> list[Node]:
         """The items of this array."""
-        return [Node(v, f"{self.path}[{i}]", self.file) for i, v in enumerate(self.expect("array"))]
+        return [Node(v, self, self.file, i) for i, v in enumerate(self.expect("array"))]
 
 
 def read(path: str | Path) -> Node:

@@ -6,6 +6,7 @@ untrusted (a model's reason, an event summary, a worker log) come from the run a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -87,6 +88,29 @@ class Proof:
 
 
 @dataclass(frozen=True)
+class Disagreement:
+    """A verdict the file stores that differs from the one the pipeline derives from the same file's artifacts."""
+
+    file: str
+    fault: str
+    system: str
+    column: str  # the stored key, e.g. "invariant_held", "ground_truth.agent_events", "record_says.checks"
+    stored: Any
+    derived: Any
+    why: str  # what the derived value rests on, one phrase
+
+    def line(self) -> str:
+        """The one line `judge` prints for it."""
+        return (f"{self.file}: {self.fault} / {self.system}: {self.column}: stored {json.dumps(self.stored)}, "
+                f"derived {json.dumps(self.derived)} ({self.why})")
+
+    def as_json(self) -> dict[str, Any]:
+        """The `judge --json` object of this disagreement."""
+        return {"file": self.file, "fault": self.fault, "system": self.system, "column": self.column,
+                "stored": self.stored, "derived": self.derived, "why": self.why}
+
+
+@dataclass(frozen=True)
 class Cell:
     """One (fault, system) run, judged."""
 
@@ -95,13 +119,17 @@ class Cell:
     fault: str
     system: str
     outcome: str
-    landed: bool | None  # the outcome read through interlock.outcomes.landed
+    outcome_source: str  # JSON path of the worker's own outcome file the outcome was read from
+    landed: bool | None  # the outcome read through pipeline.outcomes.landed
     agent_writes: int
-    want: int
+    want: int  # from the fault catalogue (pipeline.faults), never from the cell
+    wants: str  # what the fault wants, in words
     invariant_held: bool
     answer_matches: bool | None  # None when the outcome cannot say
     can_prove: bool
     seconds_to_settle: float
+    seconds_basis: str  # what the seconds were measured between, or that they are shown as stored
+    seconds_derived: bool  # False: the file's stored figure (the published calendar file keeps no timeline)
     truth: GroundTruth
     record: RecordSays
     proof: Proof
@@ -115,9 +143,10 @@ class Cell:
     trigger: str  # how the fault struck the first worker: "sigkill" | "network_cut" | "raced" | "no_crash"
     first_worker_outcome: str | None  # what the first worker itself reported (None: it reported nothing)
     first_answer_matches: bool | None  # that report against the service (None: it cannot say or said nothing)
-    settle_from: str | None  # what the settle time is counted from, as the run recorded it
+    settle_from: str | None  # what the settle time is counted from
     setting: tuple[str, ...]  # what the fault does, one phrase each, from the cell's own fault settings
-    stored: Mapping[str, Any]  # the scored columns as the file itself stored them (for comparison)
+    conflict_recorded: bool  # the gate's receipt holds a failed re-check at recovery (baselines: False)
+    disagreements: tuple[Disagreement, ...] = ()  # stored verdicts of this cell that differ from the derived ones
 
     def as_json(self) -> dict[str, Any]:
         """The `judge --json` object of this cell."""
@@ -132,6 +161,7 @@ class Cell:
             "answer_matches": self.answer_matches,
             "can_prove": self.can_prove,
             "seconds_to_settle": self.seconds_to_settle,
+            "seconds_basis": self.seconds_basis,
         }
 
 
@@ -157,6 +187,7 @@ class SystemSummary:
     settle_min: float
     settle_max: float
     line: str  # "no_check: invariant held 0/3, answer matched 3/3, can prove 0/3, crash to settled 0.4s to 2.0s"
+    settle_median: float | None = None  # the median crash-to-settled seconds, for timings set side by side
 
 
 @dataclass(frozen=True)
@@ -182,32 +213,33 @@ class Difference:
 
 @dataclass(frozen=True)
 class Spread:
-    """Milliseconds over n trials: the median and the 95th percentile (nearest rank)."""
+    """Milliseconds over n trials: the median and the 95th and 99th percentiles (nearest rank)."""
 
     n: int
     median: float
     p95: float
+    p99: float
 
 
 @dataclass(frozen=True)
 class RacedVariant:
-    """One gate variant of the raced-dispatch trials: the forced trial and the unforced trials' tallies."""
+    """One system of the raced trials: its forced trial and its unforced trials' tallies, all from raw rows."""
 
-    name: str  # "gate" | "gate+send_recheck"
+    name: str  # the system (older files: the gate variant, "gate" | "gate+send_recheck")
     forced_outcome: str | None  # None: the file has no forced trial for this variant
     forced_double_booked: bool | None
     forced_detected: bool | None  # the worker saw the other event right after its insert (None: not looked)
     slipped: Tally  # unforced trials that ended double booked, of all unforced trials
     refused: int  # unforced trials refused because the customer's event was there before the premise read
     booked_first: int  # unforced trials whose insert reached the calendar before the customer's
-    detected: Tally  # slipped trials the worker detected after its insert, of the slipped
+    detected: Tally  # slipped trials the worker detected after its insert, of the slipped it re-read the slot in
     held: Tally  # unforced trials whose invariant held
-    window: Spread | None  # last premise read to the agent's insert, over trials whose insert landed
+    window: Spread | None  # the system's last check to its insert in the write log, over trials whose insert landed
 
 
 @dataclass(frozen=True)
 class RacedDispatch:
-    """The calendar's raced-dispatch trials: a customer event lands between the premise read and the insert."""
+    """The calendar's raced trials: a customer event lands between a system's last check and its insert."""
 
     what: str  # the file's own description (untrusted text)
     seed: int | None
@@ -229,6 +261,7 @@ class Scenario:
     verdict: tuple[str, ...]  # sentences
     notes: tuple[FaultNote, ...]  # one per fault, in fault order
     raced: RacedDispatch | None = None  # calendar files with a top-level `raced_dispatch`
+    disagreements: tuple[Disagreement, ...] = ()  # every stored verdict that differs from the derived one
 
     def cell(self, fault: str, system: str) -> Cell | None:
         """The cell of (fault, system), or None when the run has no such cell."""

@@ -1,7 +1,8 @@
 """record_says: what each system's own record establishes, read without looking at the service.
 
 Baselines keep a log of sends (each with the check it made) and results; the gate keeps a hash-chained journal
-whose list of writes counts only when the chain verifies.
+whose list of writes counts only when the chain verifies; a peer (DBOS, Powertools) keeps its own record, saved
+beside the cell, which this pipeline does not read a write list from.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from interlock.outcomes import UnknownOutcome, landed
 from interlock.receipts import verify
 
 from .load import Node
 from .model import RecordSays
+from .outcomes import claim as outcome_claim
 
 
 def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None, str | None]:
@@ -23,14 +24,6 @@ def _result_ids(ids: Node | None) -> tuple[list[str] | None, str | None, str | N
     found = ids.opt_node("writes_found")
     writes = [item.expect("string") for item in found.items()] if found else None
     return writes, ids.opt("generation", "string"), ids.opt("event_id", "string")
-
-
-def _outcome(node: Node) -> bool | None:
-    outcome = node.expect("string")
-    try:
-        return landed(outcome)
-    except UnknownOutcome:
-        raise node.bad(f"unknown outcome {outcome!r}") from None
 
 
 def baseline_record(lines: list[Node], source: str, last_result: Node | None = None) -> RecordSays:
@@ -60,7 +53,7 @@ def baseline_record(lines: list[Node], source: str, last_result: Node | None = N
             else:
                 unchecked += 1
         elif event == "result":
-            claim = _outcome(line.at("outcome"))
+            claim = outcome_claim(line.at("outcome"))
             if claim is None:
                 continue
             unresolved = max(unresolved - 1, 0)
@@ -151,3 +144,16 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         if write is not None and write not in writes:
             writes.append(write)
     return says(tuple(writes), None), receipt
+
+
+PEERS = {"dbos_step": "DBOS system database rows", "powertools_idempotent": "Powertools idempotency record"}
+PEER_RECORD = "peer_record_restart.json"
+
+
+def peer_record(files: Node, system: str) -> RecordSays:
+    """What a peer's saved record establishes here: nothing yet, said as such (never read as an empty log)."""
+    source = files.child_path(PEER_RECORD)
+    kept = files.has(PEER_RECORD)
+    why = (f"this pipeline reads no write list from the peer's own record ({PEERS[system]}) yet" if kept
+           else f"the cell keeps no record of the peer ({PEERS[system]})")
+    return RecordSays(source, None, (), 0, 0, None, 0, None, why)

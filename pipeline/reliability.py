@@ -1,5 +1,8 @@
-"""The reliability runs: the explorer's seeded crash schedules per scenario and the tamper corpus's mutant counts,
-read from results/reliability/*.json with every access typed (bad input names the file and JSON path)."""
+"""The reliability runs: the explorer's seeded schedules per scenario and hazard, and the tamper corpus's mutant
+counts, read from results/reliability/*.json with every access typed (bad input names the file and JSON path).
+
+Violation kinds are shown in groups named for what they count: wrong data at the service is one thing, a wrong
+report another, and an unresolved send in a system's own record (a record-keeping finding) a third."""
 
 from __future__ import annotations
 
@@ -37,9 +40,31 @@ class Explored:
     system: str
     schedules: int
     held: int
-    violated: int
-    violated_in_window: int
-    violations: tuple[Violations, ...]  # kinds with a count, in the file's kind order
+    violated: int  # schedules that broke a rule, the action outside the check-to-send window
+    violated_in_window: int  # schedules that broke a rule, the action inside that window
+    violations: tuple[Violations, ...]  # every kind of the file, in the file's kind order, zero counts included
+
+    def of(self, kind: str) -> Violations | None:
+        """This system's count of one violation kind."""
+        return next((v for v in self.violations if v.kind == kind), None)
+
+
+# (group title, kinds, column title per kind): each column named for what it counts.
+KIND_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("wrong data at the service", (("duplicate_effect", "landed more than once"),
+                                   ("after_premise_moved", "landed after its fact changed"),
+                                   ("after_lease_ended", "landed after its authority ended"))),
+    ("wrong report", (("answer_wrong", "reported the wrong answer"),
+                      ("receipt_disagrees", "receipt disagrees with the service"),
+                      ("answer_cannot_say", "ended with no definite answer"),
+                      ("unknown_outcome", "status outside the vocabulary"))),
+    ("record-keeping", (("unresolved_dispatch", "send left unresolved in its own record"),
+                        ("receipt_invalid", "receipt does not verify"),
+                        ("receipt_cannot_say", "receipt cannot say whether it happened"),
+                        ("damage_accepted", "opened a journal cut before its last line"))),
+    ("harness", (("worker_error", "worker timed out or failed"),
+                 ("service_unsettled", "a write still in flight when the service was read"))),
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +80,22 @@ class Exploration:
     window: str
     kinds: tuple[tuple[str, str], ...]  # (kind, what it means), in file order
     systems: tuple[Explored, ...]
+    hazard: str = "crash"  # the one hazard every schedule of the file draws ("crash" in files before hazards)
+    hazard_what: str = ""
+    journal: str = "jsonl"
+    history_check: str | None = None  # the command that re-counts the file from its stored history
+    # what the hazard did, per aspect: ("system: what happened", runs), e.g. a held worker reached or not
+    hazard_effects: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+
+    def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
+        module does not know goes in a last group under its own name."""
+        meaning = dict(self.kinds)
+        known = {kind for _, kinds in KIND_GROUPS for kind, _ in kinds}
+        shown = [(group, [(k, title, meaning[k]) for k, title in kinds if k in meaning])
+                 for group, kinds in KIND_GROUPS]
+        other = [(k, k.replace("_", " "), meaning[k]) for k in meaning if k not in known]
+        return [(g, ks) for g, ks in shown + [("other", other)] if ks]
 
 
 @dataclass(frozen=True)
@@ -91,6 +132,14 @@ class Reliability:
     explorations: tuple[Exploration, ...]
     tamper: Tamper | None
 
+    def by_scenario(self) -> list[tuple[str, list[Exploration]]]:
+        """The explorations grouped by scenario, in file order: one overview table per scenario, a column per
+        hazard and journal."""
+        grouped: dict[str, list[Exploration]] = {}
+        for run in self.explorations:
+            grouped.setdefault(run.scenario, []).append(run)
+        return list(grouped.items())
+
 
 def _example(node: Node) -> Example:
     return Example(node.get("seed", "integer"), node.get("replay", "string"), node.opt("schedule", "string", ""),
@@ -102,11 +151,16 @@ def _explored(system: str, node: Node) -> Explored:
     found = []
     for kind in kinds.expect("object"):
         item = kinds.at(kind)
-        if item.get("count", "integer"):
-            found.append(Violations(kind, item.get("count", "integer"), item.get("in_window", "integer"),
-                                    tuple(_example(e) for e in item.at("first").items())))
+        found.append(Violations(kind, item.get("count", "integer"), item.get("in_window", "integer"),
+                                tuple(_example(e) for e in item.at("first").items())))
     return Explored(system, node.get("schedules", "integer"), node.get("held", "integer"),
                     node.get("violated", "integer"), node.get("violated_in_window", "integer"), tuple(found))
+
+
+def _effects(node: Node | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    if node is None:
+        return ()
+    return tuple((aspect, _counts(node.at(aspect))) for aspect in node.expect("object"))
 
 
 def exploration(path: Path, shown: str) -> Exploration:
@@ -114,12 +168,19 @@ def exploration(path: Path, shown: str) -> Exploration:
     top = read(path)
     kinds = top.at("violation_kinds")
     systems = top.at("systems")
+    hazard = top.opt_node("hazard")
+    history = top.opt_node("history")
     return Exploration(
         scenario=top.get("scenario", "string"), source=shown, generated=top.get("generated", "string"),
         command=top.get("command", "string"), services=top.opt("services", "string", "not recorded"),
         decider=top.opt("decider", "string", "not recorded"), window=top.opt("window", "string", ""),
         kinds=tuple((k, kinds.get(k, "string")) for k in kinds.expect("object")),
         systems=tuple(_explored(s, systems.at(s)) for s in systems.expect("object")),
+        hazard=hazard.get("name", "string") if hazard else "crash",
+        hazard_what=hazard.opt("what", "string", "") if hazard else "",
+        journal=hazard.opt("journal", "string", "jsonl") if hazard else "jsonl",
+        history_check=history.opt("check", "string") if history else None,
+        hazard_effects=_effects(top.opt_node("hazard_effects")),
     )
 
 

@@ -1,10 +1,11 @@
-"""What the pipeline knows about each scenario beyond its files: titles, wording, and what each fault wants."""
+"""What the pipeline knows about each scenario beyond its files: titles and the wording of each fault's setting."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .load import Node
+from .model import Service
 
 GATE = "interlock"
 
@@ -14,24 +15,27 @@ class Spec:
     """Fixed facts of one scenario."""
 
     name: str
-    title: str
-    holds: str  # how the verdict names the service's state, "what GCS holds"
+    subject: str  # the title with `{service}` where the service goes
+    role: str  # the provenance role of the scenario's service
+    real_service: str  # its name when the run talked to the real one
+    standin: str  # its name when the run talked to the local stand-in
+    holds: str  # how the verdict names the service's state, "what the object store holds"
     writes_word: str  # "agent write(s)" / "agent event(s)"
 
+    def title(self, services: tuple[Service, ...]) -> str:
+        """The title of a run: the real service only when the run used it; a stand-in or scripted decider named."""
+        by_role = {s.role: s for s in services}
+        service = by_role.get(self.role)
+        title = self.subject.format(service=self.real_service if service and service.real else self.standin)
+        model = by_role.get("model")
+        return title if model is None or model.real else f"{title} (scripted decider)"
 
-GCP = Spec("gcp_resource", "agent rollback vs. a human redeploy, Google Cloud Storage", "what the object store holds",
-           "agent write(s)")
-CALENDAR = Spec("calendar", "double booking on Google Calendar", "what the calendar holds", "agent event(s)")
+
+GCP = Spec("gcp_resource", "agent rollback vs. a human redeploy, {service}", "object_store", "Google Cloud Storage",
+           "a fake-gcs-server stand-in for Google Cloud Storage", "what the object store holds", "agent write(s)")
+CALENDAR = Spec("calendar", "double booking on {service}", "calendar", "Google Calendar", "a Calendar v3 stand-in",
+                "what the calendar holds", "agent event(s)")
 SPECS = {GCP.name: GCP, CALENDAR.name: CALENDAR}
-
-# Published gcp faults: (agent writes wanted, who should own the live object). Cells of other faults say so
-# themselves with `want_agent_writes` and `want_live_writer`.
-GCP_WANTS = {
-    "crash_before_send_redeploy": (0, "human-redeploy"),
-    "crash_after_commit_redeploy": (1, "human-redeploy"),
-    "crash_after_commit_no_change": (1, "agent"),
-}
-
 
 def scenario_name(top: Node) -> str:
     """The scenario a file holds: `scenario` in the project's files and gcp's, `key` in the published calendar."""
@@ -41,18 +45,6 @@ def scenario_name(top: Node) -> str:
     if name not in SPECS:
         raise node.bad(f"unknown scenario {name!r} (known: {', '.join(SPECS)})")
     return name
-
-
-def gcp_want(cell: Node, fault: str) -> tuple[int, str]:
-    """Agent writes wanted and the wanted owner of the live object for a gcp cell."""
-    if cell.has("want_agent_writes") or fault not in GCP_WANTS:
-        return cell.get("want_agent_writes", "integer"), cell.get("want_live_writer", "string")
-    return GCP_WANTS[fault]
-
-
-def calendar_want(crash_point: str, outage_action: str) -> int:
-    """One agent event after a commit or with no outage change, none when the slot was taken or the request gone."""
-    return 1 if crash_point == "after_commit" or outage_action == "none" else 0
 
 
 _GCP_CRASH = {"before_send": "the first worker is SIGKILLed right before its upload",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from statistics import median
+
 from .model import Cell, SystemSummary, Tally
 
 
@@ -21,5 +23,6 @@ def summarize(cells: tuple[Cell, ...], systems: tuple[str, ...]) -> tuple[System
         low, high = min(c.seconds_to_settle for c in mine), max(c.seconds_to_settle for c in mine)
         line = (f"{system}: invariant held {held}, answer matched {answered}, can prove {proved}, "
                 f"crash to settled {_seconds(low)} to {_seconds(high)}")
-        summaries.append(SystemSummary(system, held, answered, proved, low, high, line))
+        middle = round(median(c.seconds_to_settle for c in mine), 1)
+        summaries.append(SystemSummary(system, held, answered, proved, low, high, line, middle))
     return tuple(summaries)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .model import Scenario
+from .model import RacedVariant, Scenario
 
 _ANSWER = {True: "matches", False: "differs", None: "cannot say"}
 
@@ -34,5 +34,20 @@ def as_text(scenario: Scenario) -> str:
     lines = [f"{scenario.name}: {scenario.title}", f"{scenario.source} ({scenario.provenance.summary})", "",
              frame.to_string(), ""]
     lines += [s.line for s in scenario.summaries]
+    bases = dict.fromkeys(c.seconds_basis for c in scenario.cells)
+    lines += [f"seconds: {basis}" for basis in bases]
+    if scenario.raced is not None:
+        lines += ["", *(_raced_line(v) for v in scenario.raced.variants)]
     lines += ["", *scenario.verdict]
+    if scenario.disagreements:
+        lines += ["", f"{len(scenario.disagreements)} stored verdict(s) disagree with the derived ones (listed on "
+                      "stderr)"]
     return "\n".join(lines)
+
+
+def _raced_line(variant: RacedVariant) -> str:
+    """One system's raced trials in one line."""
+    window = (f"check-to-send window median {variant.window.median:.2f} ms, p99 {variant.window.p99:.2f} ms "
+              f"(n {variant.window.n})" if variant.window else "no insert landed")
+    return (f"raced {variant.name}: slipped {variant.slipped} (double booked), refused {variant.refused}, "
+            f"booked before the customer {variant.booked_first}; {window}")

@@ -33,7 +33,7 @@ def _rows(faults: list[str], n: int) -> str:
 def _pair_sentence(spec: Spec, gate: str, base: str, pairs: list[tuple[Cell, Cell]]) -> str:
     """How a baseline compares with the gate, column by column and on time, over the faults both ran."""
     n = len(pairs)
-    ties, wins, losses = [], [], []
+    ties, trades, wins, losses = [], [], [], []
     for column, label in _columns(spec):
         g = sum(_ok(gc, column) for gc, _ in pairs)
         b = sum(_ok(bc, column) for _, bc in pairs)
@@ -41,7 +41,9 @@ def _pair_sentence(spec: Spec, gate: str, base: str, pairs: list[tuple[Cell, Cel
         worse = [gc.fault for gc, bc in pairs if _ok(bc, column) and not _ok(gc, column)]
         if not better and not worse:
             ties.append(f"on {label} ({g}/{n} each)")
-        elif g >= b and better:
+        elif g == b:  # as many faults won as lost: neither is ahead on this column
+            trades.append(f"on {label} ({g}/{n} each; {gate} better {_rows(better, n)}, worse {_rows(worse, n)})")
+        elif g > b:
             wins.append(f"on {label} ({g}/{n} against {b}/{n}; better {_rows(better, n)}"
                         + (f", worse {_rows(worse, n)})" if worse else ")"))
         else:
@@ -50,6 +52,8 @@ def _pair_sentence(spec: Spec, gate: str, base: str, pairs: list[tuple[Cell, Cel
     parts = []
     if ties:
         parts.append(f"{base} ties {gate} {_join(ties)}")
+    if trades:
+        parts.append(f"{gate} and {base} trade faults {_join(trades)}")
     if wins:
         parts.append(f"{gate} beats {base} {_join(wins)}")
     if losses:

@@ -10,6 +10,8 @@
 | `calendar_server` | a fresh Calendar stand-in in this process; INTERLOCK_CALENDAR_URL points at it |
 | `calendar_api` | the real googleapiclient Calendar service at `calendar_server` |
 | `messages_server` | the Messages API stub; INTERLOCK_MESSAGES_URL points at it |
+| `ledger` | a fresh ledger write service (`experiments.services.ledger`), no delay, no fence: configure it per test |
+| `redis_server` (session) | a throwaway redis-server on loopback (`.url`, `.host`, `.port`), nothing persisted |
 
 The cloud clients are imported inside the fixtures, so test files that use none of them do not pay for the import.
 """
@@ -95,3 +97,19 @@ def messages_server(monkeypatch):
     with messages_stub() as stub:
         monkeypatch.setenv(clients.MESSAGES_URL, stub.endpoint)
         yield stub
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    from experiments.services import ledger_service
+
+    with ledger_service(tmp_path / "ledger.jsonl") as service:
+        yield service
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    from experiments.services.redis import RedisServer
+
+    with RedisServer() as server:
+        yield server

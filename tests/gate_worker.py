@@ -8,7 +8,8 @@ rollback effect against a local function target and prints the outcome as one JS
 - `ledger.jsonl` one line per call the service received, appended under flock by the target itself: the ground
   truth the tests read. {"effect_id", "landed": bool, "payload"}; tier 1 answers a repeated id without landing.
 
-Kill and pause points come from the environment (INTERLOCK_KILL_AT, INTERLOCK_PAUSE_AT), as in the scenarios.
+Kill and pause points come from the environment (INTERLOCK_KILL_AT, INTERLOCK_PAUSE_AT) through the experiments'
+crash hook, as in the scenarios.
 `--mode claim` only takes the effect's claim and prints when it got it: what the claim-release timing measures.
 """
 
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments import crash
 from interlock import Effect, FileClaims, FunctionTarget, Gate, Premise
 from interlock.leases import CallableLease
 
@@ -84,7 +86,8 @@ def build_target(directory: Path, tier: str) -> FunctionTarget:
                 return {"call": number}
         return None
 
-    return FunctionTarget(f"ledger-tier{tier}", send, tier=level, find=find if can_lookup else None)
+    # The send appends to the ledger before it returns, so nothing is in flight once the sender is gone.
+    return FunctionTarget(f"ledger-tier{tier}", send, tier=level, find=find if can_lookup else None, in_flight=0.0)
 
 
 def build_effect(directory: Path, payload: dict[str, Any] | None = None) -> Effect:
@@ -122,11 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         claim = claims.acquire(effect.effect_id, args.claim_wait)
         print(json.dumps({"claimed_at": time.time(), "epoch": claim and claim.epoch}), flush=True)
         return 0 if claim else 1
-    gate = Gate(journal, build_target(args.dir, args.tier), claim_wait=args.claim_wait)
+    gate = Gate(journal, build_target(args.dir, args.tier), claim_wait=args.claim_wait, hooks=crash.HOOK)
     started = time.monotonic()
     outcome = gate.recover(effect) if args.mode == "recover" else gate.submit(effect)
     print(json.dumps({"status": outcome.status, "effect_id": outcome.effect_id, "evidence": outcome.evidence,
-                      "rechecked": outcome.rechecked, "seconds": time.monotonic() - started}), flush=True)
+                      "rechecked": outcome.rechecked and outcome.rechecked.journaled(), "seconds": time.monotonic() - started}), flush=True)
     return 0
 
 

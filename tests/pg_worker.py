@@ -2,28 +2,36 @@
 
 Run as a script: `python tests/pg_worker.py --journal URL --ledger FILE --keys a,b,c` submits each key's effect
 through the gate and prints one JSON line per effect. INTERLOCK_KILL_AT / INTERLOCK_PAUSE_AT stop it at a named
-point (interlock.killpoints). The ledger is the stand-in service and the ground truth: one line per apply,
-never deduplicated, so a second send of an effect shows as a second line.
+point (the experiments' crash hook, experiments.crash). The ledger is the stand-in service and the ground truth:
+either a file (`--ledger FILE`: one line per apply, never deduplicated, so a second send shows as a second line)
+or the ledger write service over HTTP (`--service URL`, experiments.services.ledger: slow writes that outlive
+their sender, an apply count per effect, optionally a fence on the claim epoch).
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
-import itertools
 import json
 import os
 import random
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from experiments import crash
 from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
+from interlock.targets.base import TIER_LOOKUP, Rejected
 
 WORKER = Path(__file__).resolve()
 
@@ -59,7 +67,48 @@ class FileLedger:
 
     def target(self) -> FunctionTarget:
         """The ledger as a tier-2 target: no dedupe, lookup by effect id."""
-        return FunctionTarget("ledger", self.apply, tier=2, find=self.lookup)
+        return FunctionTarget("ledger", self.apply, tier=2, find=self.lookup, in_flight=0.0)  # applied on return
+
+
+@dataclass
+class LedgerTarget:
+    """The ledger write service as a tier-2 target: no dedupe, a lookup by effect id.
+
+    `in_flight` is the longest one of its writes can still land after its sender died (its delay, plus slack);
+    with `takes_epoch` every write carries the claim epoch, which a service with the epoch fence refuses once a
+    higher one was seen.
+    """
+
+    endpoint: str
+    in_flight: float | None = None
+    takes_epoch: bool = False
+    name: str = "ledger"
+    tier: int = TIER_LOOKUP
+    can_lookup: bool = True
+
+    def apply(self, effect_id: str, payload: dict[str, Any], *, epoch: int | None = None) -> dict[str, Any]:
+        """PUT the effect; a 409 or 412 is a definite no."""
+        headers = {"Content-Type": "application/json", **({"X-Epoch": str(epoch)} if epoch is not None else {})}
+        request = urllib.request.Request(f"{self.endpoint}/effects/{effect_id}", data=json.dumps(payload).encode(),
+                                         headers=headers, method="PUT")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as refused:
+            if refused.code in (409, 412):
+                raise Rejected(f"ledger {refused.code}: {refused.read().decode()}",
+                               precondition=refused.code == 412) from None
+            raise
+
+    def lookup(self, effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The applied record, or None on 404."""
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/effects/{effect_id}", timeout=30) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as missing:
+            if missing.code == 404:
+                return None
+            raise
 
 
 def effect_for(key: str) -> Effect:
@@ -71,14 +120,20 @@ def main(argv: list[str] | None = None) -> int:
     """Submit (or recover) every key's effect and print the outcomes."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--journal", required=True)
-    parser.add_argument("--ledger", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--ledger", help="a file ledger")
+    where.add_argument("--service", help="the ledger write service's base URL")
+    parser.add_argument("--in-flight", type=float, help="the service target's in_flight bound in seconds")
+    parser.add_argument("--epoch", action="store_true", help="pass the claim epoch to the service")
     parser.add_argument("--keys", required=True, help="comma-separated request keys")
     parser.add_argument("--ttl", type=float, default=30.0, help="claim lease in seconds (PostgreSQL)")
     parser.add_argument("--wait", type=float, default=30.0, help="how long to wait for a held claim")
     parser.add_argument("--shuffle", type=int, help="submit the keys in an order shuffled by this seed")
     args = parser.parse_args(argv)
     journal, claims = open_journal(args.journal, claim_ttl=args.ttl)
-    gate = Gate(journal, FileLedger(args.ledger).target(), claims=claims, claim_wait=args.wait)
+    target = (FileLedger(args.ledger).target() if args.ledger else
+              LedgerTarget(args.service, in_flight=args.in_flight, takes_epoch=args.epoch))
+    gate = Gate(journal, target, claims=claims, claim_wait=args.wait, hooks=crash.HOOK)
     keys = args.keys.split(",")
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(keys)
@@ -89,16 +144,75 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def worker_command(journal: str, ledger: Path, keys: list[str], **options: Any) -> list[str]:
-    """The argv that runs this worker."""
-    extra = list(itertools.chain.from_iterable((f"--{k}", str(v)) for k, v in options.items()))
-    return [sys.executable, str(WORKER), "--journal", journal, "--ledger", str(ledger), "--keys", ",".join(keys),
-            *extra]
+def worker_command(journal: str, ledger: Path | str, keys: list[str], **options: Any) -> list[str]:
+    """The argv that runs this worker: `ledger` is a file, or the ledger service's http:// base URL."""
+    flags: list[str] = []
+    for name, value in options.items():
+        flag = f"--{name.replace('_', '-')}"
+        flags += [flag] if value is True else [flag, str(value)]
+    where = ["--service", ledger] if str(ledger).startswith("http://") else ["--ledger", str(ledger)]
+    return [sys.executable, str(WORKER), "--journal", journal, *where, "--keys", ",".join(keys), *flags]
 
 
 def outcomes(stdout: str) -> list[dict[str, Any]]:
     """The JSON lines a worker printed."""
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def start(journal: str, ledger: Path | str, keys: list[str], env: dict[str, str] | None = None,
+          **options: Any) -> subprocess.Popen:
+    """Start a worker process on `journal` and `ledger` (a file or the service's URL)."""
+    return subprocess.Popen(worker_command(journal, ledger, keys, **options), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+
+
+def paused_at(point: str, pause: Path) -> dict[str, str]:
+    """The environment that pauses a worker at `point` until `pause` is removed."""
+    return {"INTERLOCK_PAUSE_AT": point, "INTERLOCK_PAUSE_FILE": str(pause)}
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Until the worker wrote `path` (it reached its pause point), failing if it died first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, f"worker never reached {path.name}"
+        time.sleep(0.01)
+
+
+def wait_for_put(ledger: Any, effect_id: str, proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Until the ledger service received the worker's write (it lands only after the service's delay)."""
+    deadline = time.monotonic() + timeout
+    while not any(e["event"] == "put" and e["id"] == effect_id for e in ledger.log()):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the worker's write never reached the service"
+        time.sleep(0.01)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120) -> list[dict[str, Any]]:
+    """The outcomes of a worker that exited cleanly."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return outcomes(out)
+
+
+def statuses(proc: subprocess.Popen) -> list[str]:
+    """The statuses a worker reported, in order."""
+    return [o["status"] for o in finish(proc)]
+
+
+def resolutions(journal: Any, effect_id: str) -> list[dict[str, Any]]:
+    """The effect's resolving entries (a LATE_RESULT is not one)."""
+    return [e for e in journal.entries(effect_id) if e["kind"] in ("COMMITTED", "REFUSED", "AMBIGUOUS")]
+
+
+def terminate_sessions(url: str) -> int:
+    """End every other session on the database (the workers' claims and journal sessions alike)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        return len(admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname ="
+                                 " current_database() AND pid <> pg_backend_pid()").fetchall())
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,24 @@ from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from pipeline.build import build
+from pipeline.build import build, result_files
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def _reference() -> Path:
+    """The published runs' artifacts: the repository's own copy, else the nearest `shared/reference` beside a
+    parent folder (CI has it at ../shared, a worktree a level further up)."""
+    own = REPO / "results" / "published"
+    if (own / "gcp_resource.json").is_file():
+        return own
+    for parent in REPO.parents:
+        if (parent / "shared" / "reference").is_dir():
+            return parent / "shared" / "reference"
+    return REPO.parent / "shared" / "reference"
+
+
+REFERENCE = _reference()
 REFERENCE_FILES = [REFERENCE / "gcp_resource.json", REFERENCE / "calendar.json"]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -25,6 +39,13 @@ def reference_site() -> Path:
     """The site built from the two published result files, once per test process."""
     out = Path(tempfile.mkdtemp(prefix="interlock-site-"))
     return build(REFERENCE_FILES, out)
+
+
+@functools.cache
+def project_site() -> Path:
+    """The site `python -m pipeline build` publishes: the committed result files, built once per test process."""
+    out = Path(tempfile.mkdtemp(prefix="interlock-project-site-"))
+    return build(result_files(), out)
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

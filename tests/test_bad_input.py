@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference"
-needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+REFERENCE = ROOT / "results" / "published"
 
 # A malformed input: name -> writes it under a folder and returns the path to give the command.
 Maker = Callable[[Path], Path]
@@ -156,20 +155,19 @@ RESULT_INPUTS = {
     "a missing cell key": _reference_damaged("gcp_resource.json", _drop(["cells", 2, "artifacts"])),
     "a wrong type deep inside": _reference_damaged("calendar.json", _set(["cells", 3, "ground_truth", "events_list"],
                                                                          {"not": "a list"})),
-    "unknown outcome": _reference_damaged("gcp_resource.json", _set(["cells", 0, "outcome"], "MOSTLY_WRITTEN")),
+    "unknown outcome": _reference_damaged("gcp_resource.json", _set(["cells", 0, "artifacts", "outcome_restart.json",
+                                                                     "outcome"], "MOSTLY_WRITTEN")),
     "a journal entry that is not an object": _reference_damaged(
         "gcp_resource.json", _set(["cells", 5, "artifacts", "journal.jsonl", 0], "PROPOSED")),
 }
 
 
-@needs_reference
 @pytest.mark.parametrize("case", RESULT_INPUTS)
 def test_pipeline_judge_names_the_file_of_bad_input(tmp_path, case):
     path = RESULT_INPUTS[case](tmp_path)
     assert_one_line_naming(run("pipeline", "judge", str(path)), path)
 
 
-@needs_reference
 @pytest.mark.parametrize("case", ["not JSON", "truncated JSON", "missing keys", "unknown outcome",
                                   "a journal entry that is not an object", "a directory", "a missing file"])
 def test_pipeline_build_on_broken_results_names_the_file(tmp_path, case):
@@ -184,15 +182,16 @@ def test_pipeline_build_on_broken_results_names_the_file(tmp_path, case):
     assert not (tmp_path / "build" / "site").exists()
 
 
-@needs_reference
 def test_pipeline_judge_takes_an_unknown_journal_kind_as_tampering_not_as_proof(tmp_path):
     """A journal is evidence inside a well-formed file: an unknown kind fails its receipt, it does not stop the run."""
     path = _reference_damaged("gcp_resource.json",
                               _set(["cells", 2, "artifacts", "journal.jsonl", 1, "kind"], "TELEPORTED"))(tmp_path)
     result = run("pipeline", "judge", str(path), "--json")
-    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
-    cell = json.loads(result.stdout)[2]
-    assert cell["system"] == "interlock" and cell["can_prove"] is False
+    assert "Traceback" not in result.stderr and result.returncode == 1, result.stderr  # the stored proof disagrees
+    judged = json.loads(result.stdout)
+    assert judged["cells"][2]["system"] == "interlock" and judged["cells"][2]["can_prove"] is False
+    assert {d["column"] for d in judged["disagreements"]} == {"can_prove_what_happened", "record_says.agent_writes",
+                                                              "ids.receipt.valid"}
 
 
 def test_pipeline_refuses_an_unknown_subcommand():

@@ -80,3 +80,52 @@ def test_a_killed_holders_claim_is_free_at_once(tmp_path):
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+STOPPABLE = """
+import sys
+from interlock import FileClaims
+claim = FileClaims(sys.argv[1], ttl=float(sys.argv[2])).acquire("e1", 5)
+print(claim.epoch, flush=True)
+sys.stdin.readline()
+print(claim.confirm(), flush=True)
+"""
+
+
+def test_a_stopped_holder_loses_its_claim_after_the_ttl_and_its_confirm_fails(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", STOPPABLE, str(tmp_path), "0.5"], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "1"
+        holder.send_signal(signal.SIGSTOP)
+        started = time.monotonic()
+        claim = FileClaims(tmp_path, ttl=0.5).acquire("e1", 5)
+        waited = time.monotonic() - started
+        assert claim is not None and claim.epoch == 2
+        assert waited < 2.0, f"the stopped holder kept its claim for {waited:.2f}s"
+        holder.send_signal(signal.SIGCONT)
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "False"
+        assert claim.confirm() is True
+        claim.release()
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.kill()
+        holder.wait()
+
+
+def test_a_live_holder_keeps_its_claim_past_the_ttl_by_renewing_it(tmp_path):
+    claims = FileClaims(tmp_path, ttl=0.5)
+    with claims.acquire("e1", 0) as held:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            assert FileClaims(tmp_path, ttl=0.5).acquire("e1", 0) is None
+            time.sleep(0.05)
+        assert held.confirm() is True
+
+
+def test_a_released_claim_no_longer_confirms(tmp_path):
+    claim = FileClaims(tmp_path).acquire("e1", 0)
+    claim.release()
+    assert claim.confirm() is False

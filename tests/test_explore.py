@@ -1,59 +1,119 @@
-"""The crash-schedule explorer: seeded schedules cover every fault, the checks catch what breaks, and over a short
-run of real workers and stand-ins the gate breaks no rule outside the check-to-send window."""
+"""The crash-schedule explorer: seeded schedules cover every fault of every hazard, the checks catch what breaks
+from the stored history rows alone, and short runs of real workers and stand-ins store one row per run and count
+them per hazard and system."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from experiments.explore import VIOLATIONS, check, schedule_for
-from experiments.explore.processes import Finished
-from experiments.explore.runner import Observation, Ran
-from experiments.explore.schedules import ACTIONS, MAX_RECOVERERS, SCENARIOS, SYSTEMS
-from experiments.explore.worlds import Case, Truth
-from interlock import Journal, killpoints
+from experiments import crash
+from experiments.explore import HAZARDS, VIOLATIONS, check, result_name, schedule_for
+from experiments.explore.hazards import SHORT_TTL
+from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
+from experiments.explore.schedules import ACTIONS, HELD_POINTS, MAX_RECOVERERS, SYSTEMS
+from experiments.explore.tally import Tally
+from interlock import Journal
 
 ROOT = Path(__file__).parents[1]
-SHORT_RUN = 25  # schedules per scenario: about 50 in all
+SHORT_RUN = 25  # crash schedules per scenario
+HAZARD_RUN = 4  # schedules of each hazard tried here
 
 
 def test_a_seed_always_stands_for_the_same_schedule():
     assert schedule_for("gcp_resource", 41) == schedule_for("gcp_resource", 41)
     assert schedule_for("gcp_resource", 41) != schedule_for("gcp_resource", 42)
     assert schedule_for("calendar", 7).replay == "python -m experiments.explore --scenario calendar --replay 7"
+    held = schedule_for("ledger", 7, "paused_past_ttl", "postgresql")
+    assert held == schedule_for("ledger", 7, "paused_past_ttl", "postgresql")
+    assert held.replay == ("python -m experiments.explore --scenario ledger --hazard paused_past_ttl --journal "
+                           "postgresql --replay 7")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", ("gcp_resource", "calendar"))
 def test_a_thousand_schedules_reach_every_fault(scenario):
     schedules = [schedule_for(scenario, seed) for seed in range(1000)]
     armed = {k for s in schedules for k in s.kills if k}
-    assert armed == set(killpoints.POINTS)
+    assert armed == set(crash.POINTS)
     assert any(sum(k is not None for k in s.kills) >= 2 for s in schedules)  # crashes inside recovery
     assert {s.action for s in schedules} == set(ACTIONS[scenario])
-    assert {s.action_pause[1] for s in schedules if s.action_pause} == set(killpoints.POINTS)
+    assert {s.action_pause[1] for s in schedules if s.action_pause} == set(crash.POINTS)
     assert any(s.action_before is not None for s in schedules)
     assert {s.cut for s in schedules} == {True, False}
     assert {s.recoverers for s in schedules} == set(range(1, MAX_RECOVERERS + 1))
 
 
-def observed(tmp_path, *, writes=(), live=None, outcomes=("COMMITTED",), acted_at=None, action="none",
-             journal=(), system="interlock", log=()):
-    schedule = replace(schedule_for("gcp_resource", 0), action=action)
-    seen = Observation(schedule, system, Case(tmp_path, system, "e" * 12))
-    seen.ran = [Ran("recoverer", i, None, Finished(0, f"{o}\n", "", False)) for i, o in enumerate(outcomes)]
-    seen.truth = Truth(list(writes), len(writes) if live is None else live)
-    seen.acted_at, seen.acted = acted_at, "before worker 1" if acted_at else None
-    seen.journal, seen.log = list(journal), list(log)
-    return seen
+def _drawn(hazard, journal="jsonl", scenario="ledger", count=300):
+    return [schedule_for(scenario, seed, hazard, journal) for seed in range(count)]
 
 
-def kinds(seen):
-    return {v.kind for v in check(seen)}
+def test_held_senders_are_stopped_at_every_point_the_gate_reaches():
+    for scenario in ("gcp_resource", "ledger"):
+        held = [s.interrupt for s in _drawn("sigstop", scenario=scenario)]
+        assert all(i is not None and i.how == "sigstop" for i in held)
+        assert {i.point for i in held} == set(HELD_POINTS)
+    past = [s.interrupt.seconds for s in _drawn("paused_past_ttl", "postgresql")]
+    assert min(past) > SHORT_TTL
+    assert {s.interrupt.how for s in _drawn("session_terminated", "postgresql", "calendar")} == {"terminate_session"}
+    assert {s.interrupt.how for s in _drawn("server_restart", "postgresql")} == {"restart_server"}
+
+
+def test_slow_writes_land_up_to_two_seconds_late_with_their_sender_killed_or_beside_recoverers():
+    slow = _drawn("slow_service")
+    assert 0 <= min(s.delay for s in slow) < 0.1 and 1.9 < max(s.delay for s in slow) <= 2.0
+    assert {s.in_flight for s in slow} == {"kill", None}
+    past = _drawn("slow_send_past_ttl", "postgresql")
+    assert min(s.delay for s in past) > SHORT_TTL and {s.in_flight for s in past} == {"recover"}
+
+
+def test_cut_journals_and_raising_sends_cover_their_range():
+    cuts = [s.journal_cut for s in _drawn("journal_cut", scenario="calendar")]
+    assert min(cuts) < 0.05 and max(cuts) > 0.95
+    assert {s.raises for s in _drawn("send_raises")} == {"before_request", "after_apply"}
+
+
+def test_a_hazard_does_not_run_where_it_cannot_strike():
+    with pytest.raises(ValueError, match="slow_service"):
+        schedule_for("gcp_resource", 0, "slow_service")
+    with pytest.raises(ValueError, match="session_terminated"):
+        schedule_for("ledger", 0, "session_terminated", "jsonl")
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--hazard", "journal_cut", "--journal",
+                           "postgresql"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "journal_cut" in done.stderr
+
+
+def test_every_hazard_has_its_own_result_file():
+    names = {result_name(s, h, j) for h, kind in HAZARDS.items() for s in kind.scenarios for j in kind.journals}
+    assert len(names) == sum(len(k.scenarios) * len(k.journals) for k in HAZARDS.values())
+    assert result_name("gcp_resource", "crash", "jsonl") == "explore_gcp_resource.json"
+    assert result_name("ledger", "paused_past_ttl", "postgresql") == "explore_ledger_pg_paused_past_ttl.json"
+
+
+def ran(stage="recoverer", index=0, outcome="COMMITTED", **extra):
+    return {"stage": stage, "index": index, "kill": None, "exit_code": 0 if outcome else 1, "outcome": outcome,
+            "timed_out": False, "traceback": False, "refused_journal": False, "stderr": [], **extra}
+
+
+def row(*, writes=(), live=None, runs=None, acted_at=None, action="none", entries=(), system="interlock",
+        events=(), journal_cut=None, interrupt=None, hazard="crash"):
+    schedule = schedule_for("gcp_resource", 0).row()
+    schedule.update(action=action, hazard=hazard, interrupt=interrupt)
+    return {"scenario": "gcp_resource", "hazard": hazard, "journal": "jsonl", "seed": 0, "system": system,
+            "replay": "python -m experiments.explore --scenario gcp_resource --replay 0", "schedule": schedule,
+            "describe": "", "effect_id": "e" * 12, "ran": runs if runs is not None else [ran()],
+            "acted": "before worker 1" if acted_at else None, "acted_at": acted_at,
+            "interrupt": interrupt, "in_flight": None, "journal_cut": journal_cut,
+            "truth": {"writes": [list(w) for w in writes], "live": len(writes) if live is None else live},
+            "record": {"entries": list(entries)} if system.startswith("interlock") else {"events": list(events)}}
+
+
+def kinds(found_row):
+    return {v.kind for v in check(found_row)}
 
 
 def gate_entries(tmp_path, *kinds_to_write):
@@ -67,69 +127,127 @@ def gate_entries(tmp_path, *kinds_to_write):
 
 def test_checks_hold_for_a_clean_settled_effect(tmp_path):
     entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
-    assert kinds(observed(tmp_path, writes=[("1", 5.0)], journal=entries)) == set()
+    assert kinds(row(writes=[("1", 5.0)], entries=entries)) == set()
 
 
 def test_two_agent_writes_are_a_duplicate(tmp_path):
     entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
-    assert "duplicate_effect" in kinds(observed(tmp_path, writes=[("1", 5.0), ("2", 6.0)], journal=entries))
+    assert "duplicate_effect" in kinds(row(writes=[("1", 5.0), ("2", 6.0)], entries=entries))
 
 
-def test_a_write_after_the_human_acted_breaks_the_premise_rule(tmp_path):
-    seen = observed(tmp_path, writes=[("1", 9.0)], acted_at=8.0, action="human_write")
-    assert "after_premise_moved" in kinds(seen)
-    seen = observed(tmp_path, writes=[("1", 9.0)], acted_at=8.0, action="lease_revoked")
-    assert "after_lease_ended" in kinds(seen)
+def test_a_write_after_the_human_acted_breaks_the_premise_rule():
+    assert "after_premise_moved" in kinds(row(writes=[("1", 9.0)], acted_at=8.0, action="human_write"))
+    assert "after_lease_ended" in kinds(row(writes=[("1", 9.0)], acted_at=8.0, action="lease_revoked"))
+    assert "after_premise_moved" in kinds(row(writes=[("1", 9.0)], acted_at=8.0, action="balance_moved"))
     assert not {"after_premise_moved", "after_lease_ended"} & kinds(
-        observed(tmp_path, writes=[("1", 7.0)], acted_at=8.0, action="human_write"))
+        row(writes=[("1", 7.0)], acted_at=8.0, action="human_write"))
 
 
 def test_a_journal_ending_in_a_send_is_unresolved_and_its_receipt_cannot_say(tmp_path):
     entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED")
-    found = kinds(observed(tmp_path, writes=[("1", 5.0)], journal=entries))
-    assert {"unresolved_dispatch", "receipt_disagrees"} <= found
+    assert {"unresolved_dispatch", "receipt_cannot_say"} <= kinds(row(writes=[("1", 5.0)], entries=entries))
 
 
 def test_a_tampered_receipt_is_invalid(tmp_path):
     entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
     entries[2]["checks"]["lease_live"] = False
-    assert "receipt_invalid" in kinds(observed(tmp_path, writes=[("1", 5.0)], journal=entries))
+    assert "receipt_invalid" in kinds(row(writes=[("1", 5.0)], entries=entries))
 
 
-def test_answers_are_held_against_the_service(tmp_path):
-    assert "answer_wrong" in kinds(observed(tmp_path, writes=[], outcomes=("COMMITTED",)))
-    assert "answer_wrong" in kinds(observed(tmp_path, writes=[("1", 1.0)], outcomes=("REFUSED:lease",),
-                                            system="no_check"))
-    assert "answer_cannot_say" in kinds(observed(tmp_path, outcomes=("AMBIGUOUS",), system="no_check"))
-    assert "unknown_outcome" in kinds(observed(tmp_path, outcomes=("PROBABLY",), system="no_check"))
+def test_answers_are_held_against_the_service():
+    assert "answer_wrong" in kinds(row(writes=[], runs=[ran(outcome="COMMITTED")]))
+    assert "answer_wrong" in kinds(row(writes=[("1", 1.0)], runs=[ran(outcome="REFUSED:lease")], system="no_check"))
+    assert "answer_cannot_say" in kinds(row(runs=[ran(outcome="AMBIGUOUS")], system="no_check"))
+    assert "unknown_outcome" in kinds(row(runs=[ran(outcome="PROBABLY")], system="no_check"))
 
 
-def test_a_baseline_log_with_a_send_and_no_result_is_unresolved(tmp_path):
-    log = [{"event": "send"}, {"event": "send"}, {"event": "result"}]
-    assert "unresolved_dispatch" in kinds(observed(tmp_path, writes=[("1", 1.0)], system="no_check", log=log))
+def test_a_recoverer_beside_a_held_sender_may_defer_but_the_settler_may_not():
+    beside = [ran("chain", outcome="COMMITTED"), ran("concurrent", outcome="IN_FLIGHT"), ran("settler")]
+    assert "answer_cannot_say" not in kinds(row(writes=[("1", 1.0)], runs=beside, system="no_check"))
+    undecided = [ran("chain", outcome="COMMITTED"), ran("settler", outcome="IN_FLIGHT")]
+    assert "answer_cannot_say" in kinds(row(writes=[("1", 1.0)], runs=undecided, system="no_check"))
+
+
+def test_a_journal_cut_before_its_last_line_must_be_refused(tmp_path):
+    entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
+    cut = {"file": "journal.jsonl", "size": 2000, "kept": 700, "lines": 4, "lines_kept": 1,
+           "inside_last_line": False}
+    opened = row(writes=[("1", 1.0)], entries=entries, journal_cut=cut, runs=[ran(outcome="DUPLICATE_IGNORED")])
+    assert "damage_accepted" in kinds(opened)
+    refusing = [ran(outcome=None, traceback=True, refused_journal=True, stderr=["JournalCorrupt: journal.jsonl"])]
+    assert kinds(row(writes=[("1", 1.0)], entries=entries[:1], journal_cut=cut, runs=refusing)) == set()
+    torn = {**cut, "kept": 1990, "lines_kept": 3, "inside_last_line": True}
+    assert "damage_accepted" not in kinds(row(writes=[("1", 1.0)], entries=entries, journal_cut=torn))
+
+
+def test_a_baseline_log_with_a_send_and_no_result_is_unresolved():
+    events = ["send", "send", "result"]
+    assert "unresolved_dispatch" in kinds(row(writes=[("1", 1.0)], system="no_check", events=events))
+
+
+def test_an_action_while_a_sender_is_held_right_before_its_request_counts_in_the_window():
+    held = {"how": "sigstop", "point": "before_request", "reached": True, "at": 1.0, "released_at": 2.0}
+    tally = Tally(["no_check"])
+    late = row(writes=[("1", 3.0)], acted_at=1.5, action="lease_revoked", system="no_check", interrupt=held,
+               hazard="sigstop")
+    tally.add(late)
+    counts = tally.summary()["systems"]["no_check"]
+    assert counts["violated_in_window"] == 1 and counts["violations"]["after_lease_ended"]["in_window"] == 1
+    assert tally.summary()["hazard_effects"]["interrupt"] == {"no_check: sigstop at before_request: struck": 1}
+
+
+def test_a_history_takes_its_name_only_when_complete(tmp_path):
+    path = tmp_path / "history" / "explore_x.jsonl.gz"
+    with HistoryWriter(path) as history:
+        history.add(row())
+        history.complete()
+    with pytest.raises(RuntimeError), HistoryWriter(path) as history:
+        history.add(row(system="no_check"))
+        raise RuntimeError("interrupted")
+    assert [r["system"] for r in read_history(path)] == ["interlock"]
+    assert list(path.parent.iterdir()) == [path]
+
+
+def test_an_unreadable_history_names_the_file_and_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl.gz"
+    with gzip.open(path, "wt") as out:
+        out.write(json.dumps(row()) + "\n{not json\n")
+    with pytest.raises(HistoryUnreadable, match=r"bad\.jsonl\.gz: line 2"):
+        list(read_history(path))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--check", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "bad.jsonl.gz: line 2" in done.stderr and done.stderr.count("\n") == 1
+
+
+def _explore(out, *args):
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--out", str(out), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return done
 
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("explore")
-    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--schedules", str(SHORT_RUN), "--out",
-                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    return done, {s: json.loads((out / f"explore_{s}.json").read_text()) for s in SCENARIOS}
+    for scenario in ("gcp_resource", "calendar"):
+        _explore(out, "--scenario", scenario, "--schedules", str(SHORT_RUN))
+    return out, {s: json.loads((out / f"explore_{s}.json").read_text()) for s in ("gcp_resource", "calendar")}
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", ("gcp_resource", "calendar"))
 def test_a_short_run_tries_every_schedule_with_every_system(short_run, scenario):
     summary = short_run[1][scenario]
-    assert summary["scenario"] == scenario and summary["seeds"] == {"first": 0, "count": SHORT_RUN}
+    assert summary["scenario"] == scenario and summary["seeds"]["first"] == 0
+    assert summary["seeds"]["count"] == SHORT_RUN
+    assert summary["hazard"]["name"] == "crash" and summary["history"]["rows"] == SHORT_RUN * len(SYSTEMS)
     for system in SYSTEMS:
-        row = summary["systems"][system]
-        assert row["schedules"] == SHORT_RUN
-        assert row["held"] + row["violated"] + row["violated_in_window"] == SHORT_RUN
-        assert set(row["violations"]) == set(VIOLATIONS)
+        counts = summary["systems"][system]
+        assert counts["schedules"] == SHORT_RUN
+        assert counts["held"] + counts["violated"] + counts["violated_in_window"] == SHORT_RUN
+        assert set(counts["violations"]) == set(VIOLATIONS)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", ("gcp_resource", "calendar"))
 def test_the_gate_breaks_no_rule_outside_the_check_to_send_window(short_run, scenario):
     gate = short_run[1][scenario]["systems"]["interlock"]
     shown = [f for v in gate["violations"].values() for f in v["first"] if not f["in_window"]]
@@ -143,6 +261,63 @@ def test_the_baselines_break_rules_the_gate_keeps(short_run):
     assert first["replay"] == f"python -m experiments.explore --scenario gcp_resource --replay {first['seed']}"
 
 
+def test_the_counts_come_back_from_the_stored_history_alone(short_run):
+    out, summaries = short_run
+    history = out / "history" / "explore_gcp_resource.jsonl.gz"
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--check", str(history)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    gate = summaries["gcp_resource"]["systems"]["interlock"]
+    assert f"interlock: {SHORT_RUN} schedules, {gate['held']} held" in done.stdout, done.stdout + done.stderr
+
+
+HAZARD_RUNS = [("gcp_resource", "sigstop", "jsonl"), ("calendar", "journal_cut", "jsonl"),
+               ("ledger", "slow_service", "jsonl"), ("ledger", "send_raises", "jsonl"),
+               ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql")]
+
+
+@pytest.mark.parametrize(("scenario", "hazard", "journal"), HAZARD_RUNS)
+def test_a_hazard_run_stores_a_row_per_run_and_counts_it_per_system(tmp_path, scenario, hazard, journal):
+    _explore(tmp_path, "--scenario", scenario, "--hazard", hazard, "--journal", journal, "--schedules",
+             str(HAZARD_RUN))
+    summary = json.loads((tmp_path / result_name(scenario, hazard, journal)).read_text())
+    assert summary["hazard"]["name"] == hazard and summary["hazard"]["journal"] == journal
+    rows = list(read_history(tmp_path / "history" / result_name(scenario, hazard, journal).replace(".json",
+                                                                                                   ".jsonl.gz")))
+    systems = SYSTEMS if journal == "jsonl" else ("interlock",)  # the baselines keep no journal to strike
+    assert len(rows) == HAZARD_RUN * len(systems) == summary["history"]["rows"]
+    assert {r["hazard"] for r in rows} == {hazard}
+    for system in systems:
+        counts = summary["systems"][system]
+        assert counts["held"] + counts["violated"] + counts["violated_in_window"] == HAZARD_RUN
+    assert summary["hazard_effects"], "the hazard's own effect on each run is recorded"
+
+
+def test_the_baselines_may_try_fewer_of_the_same_schedules_than_the_gate(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "send_raises", "--schedules", "3",
+             "--baseline-schedules", "1")
+    summary = json.loads((tmp_path / "explore_ledger_send_raises.json").read_text())
+    assert summary["seeds"]["per_system"] == {"interlock": 3, "hand_check": 1, "no_check": 1}
+    assert {s: c["schedules"] for s, c in summary["systems"].items()} == summary["seeds"]["per_system"]
+    assert "--baseline-schedules 1" in summary["command"]
+
+
+def test_a_stopped_sender_is_seen_stopped_by_the_kernel(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "sigstop", "--schedules", "3", "--systems", "no_check")
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_sigstop.jsonl.gz"))
+    struck = [r["interrupt"] for r in rows if r["interrupt"]["reached"]]
+    assert struck and all(i["seen_stopped"] and i["released_at"] > i["at"] for i in struck)
+
+
+def test_a_slow_ledger_lands_a_request_after_its_sender_was_killed(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "slow_service", "--schedules", "4", "--systems",
+             "no_check")
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_slow_service.jsonl.gz"))
+    killed = [r for r in rows if r["schedule"]["in_flight"] == "kill"]
+    assert killed and all(r["in_flight"]["received"] and r["ran"][0]["kill"] == "in_flight" for r in killed)
+    # the request outlived its killed sender: the blind resend lands a second time
+    assert any(len(r["truth"]["writes"]) == 2 for r in killed)
+
+
 def test_a_replay_runs_the_one_schedule_again():
     done = subprocess.run([sys.executable, "-m", "experiments.explore", "--scenario", "gcp_resource", "--replay", "3",
                            "--systems", "interlock"], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -150,3 +325,15 @@ def test_a_replay_runs_the_one_schedule_again():
     assert lines[0] == "python -m experiments.explore --scenario gcp_resource --replay 3"
     assert lines[1].strip() == schedule_for("gcp_resource", 3).describe()
     assert "interlock: held" in done.stdout and done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_ledger_write_is_timed_when_it_arrived_not_when_it_landed(tmp_path):
+    from experiments.explore.worlds import Case, LedgerWorld
+    from experiments.services.ledger import Ledger
+
+    ledger = Ledger()
+    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
+    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
+    arrived = [e["at"] for e in ledger.log() if e["event"] == "put"]
+    truth = LedgerWorld(tmp_path).truth(Case(tmp_path, "no_check", "e1", {"ledger": ledger}))
+    assert [at for _, at in truth.writes] == arrived and truth.live == 2

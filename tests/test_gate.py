@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
+from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
                        verify)
-from interlock.canonical import digest
 
 
 class Service:
@@ -35,7 +36,8 @@ def service():
 
 
 def gate_for(tmp_path, service, tier=2):
-    target = FunctionTarget("svc", service.send, tier=tier, find=service.find if tier != 3 else None)
+    target = FunctionTarget("svc", service.send, tier=tier, find=service.find if tier != 3 else None,
+                            in_flight=0.0)  # an in-process service: nothing is in flight once a call returns
     return Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5)
 
 
@@ -89,7 +91,7 @@ def test_a_dead_lease_is_refused_without_reading_the_premises(tmp_path, service)
                   CallableLease(lambda: False, lambda: {"status": "resolved"}))
     outcome = gate.submit(dead)
     assert outcome.status == "REFUSED:lease" and outcome.landed is False
-    assert outcome.rechecked == {"lease_live": False, "lease": {"status": "resolved"}}
+    assert outcome.rechecked == Check(lease_live=False, lease={"status": "resolved"})
     assert read == [] and service.landed == []
 
 
@@ -97,7 +99,7 @@ def test_a_moved_premise_is_refused_with_a_readable_reason(tmp_path, service):
     gate = gate_for(tmp_path, service)
     outcome = gate.submit(effect(generation="18", decided="17"))
     assert outcome.status == "REFUSED:stale_premise"
-    assert outcome.rechecked["violations"] == ["generation: was 17, now 18"]
+    assert outcome.rechecked.violations == ("generation: was 17, now 18",)
     refused = gate.journal.entries(outcome.effect_id)[-1]
     assert refused["reason"] == ["generation: was 17, now 18"] and refused["resolves"] is False
     assert service.landed == []
@@ -140,14 +142,23 @@ def test_a_held_claim_makes_submit_report_in_flight(tmp_path, service):
 
 
 def test_recovering_an_unknown_effect_is_an_error(tmp_path, service):
-    with pytest.raises(KeyError):
+    with pytest.raises(ConfigurationError, match="not in"):
         gate_for(tmp_path, service).recover(effect())
 
 
 def test_recover_settles_an_effect_that_was_only_proposed(tmp_path, service):
-    gate = gate_for(tmp_path, service)
-    gate._propose(effect(), digest(effect().payload))
-    assert gate.recover(effect()).status == "COMMITTED"
+    class Crash(Exception):
+        pass
+
+    class CrashAfterProposed:
+        def reach(self, point):
+            if point == "after_proposed":
+                raise Crash(point)
+
+    target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=0.0)
+    with pytest.raises(Crash):
+        Gate(tmp_path / "journal.jsonl", target, hooks=CrashAfterProposed()).submit(effect())
+    assert gate_for(tmp_path, service).recover(effect()).status == "COMMITTED"
     assert len(service.landed) == 1
 
 
@@ -158,3 +169,29 @@ def test_gates_share_a_journal_object(tmp_path, service):
     assert first.submit(Effect("k1", {})).status == "COMMITTED"
     assert second.submit(Effect("k2", {})).status == "COMMITTED"
     assert len(journal) == 8
+
+
+@pytest.mark.parametrize("tier", [1, 2])
+def test_a_bug_in_the_send_is_journaled_with_its_exception_and_not_called_again(tmp_path, tier):
+    calls = []
+
+    def send(effect_id, payload):
+        calls.append(effect_id)
+        return payload["missing"]
+
+    target = FunctionTarget("svc", send, tier=tier, find=lambda eid, payload: None, in_flight=0.0)
+    gate = Gate(tmp_path / "journal.jsonl", target)
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.error == {"type": "KeyError", "message": "'missing'"}
+    assert gate.journal.entries(outcome.effect_id)[-1]["error"] == outcome.error
+    again = gate.submit(effect())
+    assert again.status == "AMBIGUOUS" and again.error == outcome.error
+    assert calls == [outcome.effect_id]
+
+
+def test_a_lost_answer_to_an_unfenced_target_is_not_judged_before_its_in_flight_bound(tmp_path, service):
+    target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=60.0)
+    service.lose_answer = True
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    assert outcome.status == "IN_FLIGHT" and outcome.decide_at > time.time() + 50
+    assert len(service.landed) == 1

@@ -11,12 +11,12 @@ import pytest
 
 from interlock import Effect, FunctionTarget, Gate, Journal, bundle, verify, verify_journal
 from interlock.backends import open_journal
-from interlock.errors import ClaimLost, GuardFailed
+from interlock.errors import GuardFailed, JournalUnavailable
 
 from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 psycopg = pytest.importorskip("psycopg")
-from interlock.pg import PgClaims, PgJournal, Row, RowLease, row_premise  # noqa: E402
+from interlock.pg import PgJournal, Row, RowLease, row_premise  # noqa: E402
 
 
 def _run_effects(journal, claims, keys):
@@ -105,54 +105,6 @@ def test_a_resolution_after_the_resolution_is_kept_as_late_result(pg_url):
     assert journal.effect("e1").resolution["result"] == 1
 
 
-def test_a_live_owner_keeps_its_claim_until_its_lease_expires_on_the_database_clock(pg_url):
-    journal = PgJournal(pg_url)
-    owner, other = PgClaims(journal, ttl=1.0), PgClaims(PgJournal(pg_url), ttl=1.0)
-    held = owner.acquire("e1", wait=0)
-    assert held.epoch == 1
-    assert other.acquire("e1", wait=0.2) is None
-    started = time.monotonic()
-    taken = other.acquire("e1", wait=5)
-    assert taken.epoch == 2 and 0.4 < time.monotonic() - started < 3
-
-
-def test_a_claim_is_free_at_once_when_its_owners_session_ends(pg_url):
-    owner, other = PgClaims(PgJournal(pg_url), ttl=60), PgClaims(PgJournal(pg_url), ttl=60)
-    assert owner.acquire("e1", wait=0).epoch == 1
-    owner.close()
-    started = time.monotonic()
-    assert other.acquire("e1", wait=5).epoch == 2
-    assert time.monotonic() - started < 1
-
-
-def test_a_released_claim_is_free_and_a_taken_over_claim_stays_with_its_new_owner(pg_url):
-    first, second = PgClaims(PgJournal(pg_url), ttl=0.3), PgClaims(PgJournal(pg_url), ttl=60)
-    stale = first.acquire("e1", wait=0)
-    time.sleep(0.5)
-    current = second.acquire("e1", wait=0)
-    stale.release()
-    assert first.acquire("e1", wait=0) is None
-    current.release()
-    assert first.acquire("e1", wait=0).epoch == 3
-
-
-def test_a_writer_whose_claim_was_taken_over_cannot_dispatch_and_its_result_is_late(pg_url):
-    zombie_journal, fresh_journal = PgJournal(pg_url), PgJournal(pg_url)
-    zombie = PgClaims(zombie_journal, ttl=0.3).acquire("e1", wait=0)
-    zombie_journal.append("PROPOSED", "e1", {"payload_hash": "p"})
-    time.sleep(0.5)
-    fresh = PgClaims(fresh_journal, ttl=60).acquire("e1", wait=0)
-    with pytest.raises(ClaimLost):
-        zombie_journal.append("DISPATCHED", "e1", {"epoch": zombie.epoch})
-    fresh_journal.append("DISPATCHED", "e1", {"epoch": fresh.epoch})
-    late = zombie_journal.append("COMMITTED", "e1", {"via": "send", "result": "zombie", "epoch": zombie.epoch})
-    assert (late["kind"], late["epoch"]) == ("LATE_RESULT", 1)
-    fresh_journal.append("COMMITTED", "e1", {"via": "send", "result": "fresh", "epoch": fresh.epoch})
-    record = fresh_journal.effect("e1")
-    assert record.kinds == ["PROPOSED", "DISPATCHED", "LATE_RESULT", "COMMITTED"]
-    assert record.resolution["result"] == "fresh"
-
-
 @pytest.fixture
 def rows(pg_url):
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -228,3 +180,47 @@ def test_the_gate_dispatches_on_a_live_lease_row_and_refuses_once_it_closed(rows
     dispatched = [e for e in journal.entries() if e["kind"] == "DISPATCHED"]
     assert [d["lease"]["value"] for d in dispatched] == ["open"]
     assert verify(bundle(journal, dispatched[0]["effect_id"]))["authorized_when_fired"] is True
+
+
+def test_entries_carry_the_servers_time_not_the_writers_clock(pg_url, monkeypatch):
+    journal = PgJournal(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as clock:
+        before = float(clock.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() - 3600)  # this process's clock is an hour behind
+        entries = [journal.append("PROPOSED", f"e{i}", {"payload_hash": "p"}) for i in range(3)]
+        monkeypatch.undo()
+        after = float(clock.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    stamps = [e["ts"] for e in entries]
+    assert before <= stamps[0] <= stamps[1] <= stamps[2] <= after
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_journal_sessions_pin_read_committed_under_a_repeatable_read_default(pg_url):
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE \"{pg_url.rsplit('/', 1)[1]}\" SET default_transaction_isolation = 'repeatable read'")
+    journal = PgJournal(pg_url)
+    assert journal.connect().execute("SHOW transaction_isolation").fetchone()[0] == "read committed"
+    with psycopg.connect(pg_url, autocommit=True) as plain:
+        assert plain.execute("SHOW transaction_isolation").fetchone()[0] == "repeatable read"
+
+
+def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent(pg_cluster):
+    url = pg_cluster.create_database("t_stopped")
+    journal = PgJournal(url)
+    journal.append("PROPOSED", "before", {"payload_hash": "p"})
+    journal.append("PROPOSED", "after", {"payload_hash": "p"})
+    journal.append("DISPATCHED", "after", {"epoch": 1})
+    pg_cluster.stop_server()
+    try:
+        with pytest.raises(JournalUnavailable) as unsent:
+            journal.append("DISPATCHED", "before", {"epoch": 1})
+        with pytest.raises(JournalUnavailable) as unknown:
+            journal.append("COMMITTED", "after", {"via": "send", "result": 1, "epoch": 1})
+        with pytest.raises(JournalUnavailable):
+            journal.effect("after")
+    finally:
+        pg_cluster.start()
+    assert (unsent.value.sent, unknown.value.sent) == (False, None)
+    assert "t_stopped" in str(unknown.value) and "COMMITTED" in str(unknown.value)
+    assert [r.effect_id for r in journal.open_dispatches()] == ["after"]  # left open for recovery

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference"
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+REFERENCE = ROOT / "results" / "published"
 
 
 def judge(*files: Path) -> subprocess.CompletedProcess:
@@ -62,9 +61,22 @@ def test_wrong_type_inside_a_dotted_artifact_key(tmp_path):
     assert_one_line(judge(path), f'{path}: cells[0].artifacts["log.jsonl"]: expected array, got string')
 
 
-def test_unknown_outcome_is_bad_input(tmp_path):
-    path = broken_copy(tmp_path, "calendar.json", lambda d: d["cells"][5].update(outcome="PROBABLY_BOOKED"))
-    assert_one_line(judge(path), f"{path}: cells[5].outcome: unknown outcome 'PROBABLY_BOOKED'")
+def test_unknown_outcome_in_the_workers_outcome_file_is_bad_input(tmp_path):
+    path = broken_copy(tmp_path, "calendar.json",
+                       lambda d: d["cells"][5]["evidence"]["result_file"].update(outcome="PROBABLY_BOOKED"))
+    assert_one_line(judge(path), f"{path}: cells[5].evidence.result_file.outcome: unknown outcome 'PROBABLY_BOOKED'")
+
+
+def test_a_second_cell_of_the_same_fault_and_system_is_bad_input(tmp_path):
+    path = broken_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"].append(d["cells"][4]))
+    assert_one_line(judge(path), f"{path}: cells[9]: a second cell of fault 'crash_after_commit_redeploy', "
+                                 "system 'hand_check' (the first is cells[4])")
+
+
+def test_a_fault_missing_from_the_catalogue_is_bad_input(tmp_path):
+    path = broken_copy(tmp_path, "calendar.json", lambda d: d["cells"][0].update(fault="after_commit/flood"))
+    assert_one_line(judge(path), f"{path}: cells[0].fault: unknown fault 'after_commit/flood' for calendar: the "
+                                 "fault catalogue (pipeline/faults.py) has no row saying what it wants")
 
 
 def test_unknown_outcome_in_a_baseline_log_line_is_bad_input(tmp_path):
@@ -81,11 +93,13 @@ def test_missing_file_and_unknown_scenario(tmp_path):
     assert_one_line(judge(path), f"{path}: scenario: unknown scenario 'weather' (known: gcp_resource, calendar)")
 
 
-def test_good_files_judge_with_exit_0_and_json_per_cell():
+def test_the_published_files_judge_with_exit_0_and_no_disagreement_in_json():
     result = subprocess.run([sys.executable, "-m", "pipeline", "judge", "--json", str(REFERENCE / "gcp_resource.json"),
                              str(REFERENCE / "calendar.json")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    cells = json.loads(result.stdout)
-    assert len(cells) == 31
-    assert set(cells[0]) == {"scenario", "fault", "system", "outcome", "agent_writes", "want", "invariant_held",
-                             "answer_matches", "can_prove", "seconds_to_settle"}
+    assert result.stderr == ""
+    judged = json.loads(result.stdout)
+    assert len(judged["cells"]) == 31 and judged["disagreements"] == []
+    assert set(judged["cells"][0]) == {"file", "scenario", "fault", "system", "outcome", "agent_writes", "want",
+                                       "invariant_held", "answer_matches", "can_prove", "seconds_to_settle",
+                                       "seconds_basis"}

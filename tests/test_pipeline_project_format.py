@@ -11,8 +11,7 @@ import pytest
 from interlock.journal import Journal
 from pipeline import BadInput, derive
 
-REFERENCE = Path(__file__).parents[1].parent / "shared" / "reference"
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
+REFERENCE = Path(__file__).parents[1] / "results" / "published"
 PROVENANCE = {
     "script": "experiments/scenario_gcp_resource.py", "generated": "2026-11-30T01:00:00+00:00",
     "services": {"object_store": {"real": False, "name": "fake-gcs-server", "version": "1.54"},
@@ -41,8 +40,9 @@ def unversioned_row(base):
     """hand_check on an unversioned bucket: its write landed (answer cut), a redeploy replaced it, and the
     version lookup can no longer see it."""
     cell = copy.deepcopy(base)
-    cell.update(fault="crash_after_commit_redeploy_unversioned", want_agent_writes=1,
-                want_live_writer="human-redeploy", ground_truth_source="write_log", outcome="PRECONDITION_FAILED")
+    cell.update(fault="crash_after_commit_redeploy_versioning_off", ground_truth_source="write_log",
+                outcome="PRECONDITION_FAILED")
+    cell["artifacts"]["outcome_restart.json"]["outcome"] = "PRECONDITION_FAILED"
     obj = cell["ids"]["object"]
     write = {"method": "POST", "path": "/upload/storage/v1/b/bk/o", "query": "", "object": obj, "cut": False}
     cell["artifacts"]["write_log"] = [
@@ -84,15 +84,6 @@ def test_write_log_counts_a_cut_commit_the_version_listing_cannot_show(tmp_path)
     assert cell.truth.agent_writes == ("200",) and cell.invariant_held is True
     assert cell.answer_matches is False  # it said "not landed"; the service committed its write
     assert cell.can_prove is False and "the record says [], the service holds [200]" in cell.proof.reason
-
-
-def test_an_unpublished_fault_must_state_what_it_wants(tmp_path):
-    data = project_gcp()
-    row = unversioned_row(data["cells"][4])
-    del row["want_agent_writes"]
-    data["cells"].append(row)
-    with pytest.raises(BadInput, match=r"cells\[9\]\.want_agent_writes: missing"):
-        derive(write(tmp_path, data))
 
 
 def test_unsupported_schema_version_is_bad_input(tmp_path):
@@ -148,3 +139,15 @@ def test_the_verdict_follows_the_numbers(tmp_path):
     pair = next(s for s in scenario.verdict if "hand_check" in s and "interlock beats hand_check" in s)
     assert "on what the object store holds (3/3 against 2/3; better on crash_before_send_redeploy)" in pair
     assert scenario.summary("hand_check").invariant_held.k == 2
+
+
+def test_a_peer_is_never_judged_by_an_empty_baseline_log(tmp_path):
+    data = project_gcp()
+    cell = copy.deepcopy(data["cells"][4])  # crash_after_commit_redeploy / hand_check, as a peer's cell
+    cell["system"] = "dbos_step"
+    cell["artifacts"].update({"log.jsonl": [], "peer_record_restart.json": {"found": None, "left": {}}})
+    data["cells"].append(cell)
+    judged = derive(write(tmp_path, data)).cells[-1]
+    assert judged.record.writes is None and judged.can_prove is False
+    assert "reads no write list from the peer's own record (DBOS system database rows)" in judged.proof.reason
+    assert "the record says []" not in judged.proof.reason

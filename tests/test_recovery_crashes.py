@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Journal, bundle, effect_id_for, landed, verify
+from interlock import Journal, Status, bundle, effect_id_for, verify
 from interlock.gate import Gate
 from tests import gate_worker
 
@@ -106,7 +106,7 @@ def test_a_crashed_effect_lands_at_most_once_and_the_receipt_says_so(matrix, tie
         receipt = verify(bundle(journal, EID))
     assert receipt["valid"], receipt["problems"]
     assert receipt["happened_once"] is True
-    claimed = landed(final["status"])
+    claimed = Status(final["status"]).landed
     if truth_unknowable(tier, point, change):
         assert claimed in (None, truth == 1), final
         assert receipt["happened"] in ("unknown", truth == 1)
@@ -128,7 +128,7 @@ def test_submitting_a_settled_effect_again_sends_nothing(matrix, tier, point):
     gate = Gate(directory / "journal.jsonl", gate_worker.build_target(directory, tier))
     again = gate.submit(gate_worker.build_effect(directory))
     assert len(gate_worker.ledger(directory)) == calls
-    expected = "DUPLICATE_IGNORED" if landed(first) else first
+    expected = "DUPLICATE_IGNORED" if Status(first).landed else first
     assert again.status == expected
 
 

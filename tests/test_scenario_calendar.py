@@ -127,15 +127,17 @@ def test_a_cut_connection_after_the_insert_is_settled_without_a_second_event(ext
         assert cell["worker_exits"] == [0, 0] and len(_agent_events(cell)) == 1
 
 
-@pytest.mark.parametrize("system", ["no_check", "hand_check"])
-def test_in_the_raced_row_a_baseline_pauses_after_its_last_check_right_before_its_insert(extra, system):
+@pytest.mark.parametrize("system", ["no_check", "hand_check", "interlock_change_only"])
+def test_in_the_raced_row_every_system_pauses_after_its_last_check_right_before_its_insert(extra, system):
     cell = _cells(extra)[("before_send/raced_busy", system)]
     first = cell["evidence"]["first_result_file"]
 
     assert cell["pause_reached"] is True and cell["worker_exits"][0] == 0
     assert cell["outage"]["when"].startswith("while the worker was paused after its last check")
-    assert first["outcome"] == "BOOKED"  # its check passed before the customer came; nothing looks again
+    # every check passed before the customer came, and nothing looks again after the pause point
+    assert first["answer"] == "booked"
     assert cell["outage"]["customer_event"] in [e["id"] for e in cell["ground_truth"]["events_list"]]
+    assert len(_agent_events(cell)) == 1
 
 
 def test_raced_trials_record_raw_observations_for_every_system(extra):
@@ -148,8 +150,8 @@ def test_raced_trials_record_raw_observations_for_every_system(extra):
         assert trial["customer_insert"]["event_id"] == trial["customer_event"]
         assert trial["started"] <= trial["customer_sent"] <= trial["customer_answered"]
         assert trial["customer_event"] in [e["id"] for e in trial["events_after"]]
-        if trial["system"] != "interlock_change_only":
-            assert trial["checked_at"] is None or trial["started"] <= trial["checked_at"] <= trial["returned_at"]
+        assert trial["checked_at"] is None or trial["started"] <= trial["checked_at"] <= trial["returned_at"]
+        assert (trial["checked_at"] is None) == (trial["agent_insert"] is None)  # no insert without the point
         assert not {"slipped", "double_booked", "window_ms", "invariant_held"} & set(trial)
 
 

@@ -1,4 +1,5 @@
-"""Building the site: deterministic output, every cell's raw JSON, the empty-results case, bad input, no remote assets."""
+"""Building the site: deterministic output, every cell's raw JSON, the empty-results case, bad input, no remote
+assets, no checkout path, and the layout of the verdict, reliability and benchmark tables."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.benchmarks import layout
 from pipeline.build import build
-from pipeline.chart import Bar, settle_charts
+from pipeline.chart import Series, settle_charts
 from pipeline.render import inert
-from site_support import REFERENCE, REFERENCE_FILES, REPO, reference_site
+from site_support import REFERENCE, REFERENCE_FILES, REPO, project_site, reference_site
 
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
 
@@ -32,13 +34,20 @@ def test_two_builds_of_the_same_results_are_byte_identical(tmp_path):
 
 
 def test_the_chart_is_identical_across_draws_and_carries_no_date():
-    bars = [Bar("before_send", "no_check", 2.0), Bar("before_send", "interlock", 30.9), Bar("after", "x", None)]
-    charts = settle_charts(bars)
+    series = [Series("published run", {"no_check": [2.0, 0.4], "interlock": [30.9]}),
+              Series("this run", {"no_check": [0.2], "interlock": [0.2], "peer": []})]
+    charts = settle_charts(series)
     light, dark = charts["light"], charts["dark"]
-    assert charts == settle_charts(bars)
+    assert charts == settle_charts(series)
     assert light != dark and "#ffffff" in light and "#ffffff" not in dark
     assert "<dc:date>" not in light
     assert "<text" not in light  # glyphs are paths: no font is needed where the page is viewed
+
+
+def test_the_chart_height_is_capped_however_many_systems_run():
+    many = [Series(run, {f"system_{n}": [0.2] for n in range(40)}) for run in ("published run", "this run")]
+    height = float(re.search(r'<svg[^>]*height="([\d.]+)pt"', settle_charts(many)["light"]).group(1))
+    assert height <= 8.5 * 72  # 8 in, and the legend above it
 
 
 @needs_reference
@@ -67,10 +76,11 @@ def test_each_page_footer_opens_the_template_it_came_from():
 @needs_reference
 def test_no_page_loads_anything_from_another_host():
     site = reference_site()
-    loads = re.compile(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(https?:)?//', re.I)
+    loads = re.compile(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(https?:)?//[^>]*>', re.I)
     for page in site.rglob("*.html"):
         html = page.read_text()
-        assert not loads.search(html), page
+        # the canonical link names the published address; a browser loads nothing from it
+        assert [m.group(0) for m in loads.finditer(html) if 'rel="canonical"' not in m.group(0)] == [], page
         assert 'data-md-component="source"' not in html, page  # would ask the repository host's API for stars
 
 
@@ -88,14 +98,14 @@ def test_with_no_result_files_the_site_shows_the_published_runs_and_says_no_loca
 @needs_reference
 def test_a_bad_result_file_stops_the_build_with_one_line_and_exit_2(tmp_path):
     data = json.loads(REFERENCE_FILES[0].read_text())
-    del data["cells"][4]["outcome"]
+    del data["cells"][4]["artifacts"]["outcome_restart.json"]["outcome"]
     bad = tmp_path / "gcp_resource.json"
     bad.write_text(json.dumps(data))
     run = subprocess.run([sys.executable, "-m", "pipeline", "build", str(bad), "--out", str(tmp_path / "out")],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(bad) in lines[0] and "cells[4].outcome" in lines[0]
+    assert len(lines) == 1 and str(bad) in lines[0] and "cells[4].artifacts[\"outcome_restart.json\"].outcome" in lines[0]
     assert not (tmp_path / "out" / "site").exists()
 
 
@@ -127,3 +137,93 @@ def test_the_calendar_raced_dispatch_section_counts_the_files_trials(tmp_path):
     slipped = sum(t["double_booked"] for t in unforced)
     page = html.unescape((build([calendar], tmp_path) / "scenarios" / "calendar" / "index.html").read_text())
     assert f"{slipped}/{len(unforced)}" in page[page.index("Raced dispatch"):]
+
+
+def _texts(site: Path) -> dict[str, str]:
+    return {p.relative_to(site).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in site.rglob("*") if p.suffix in (".html", ".json", ".xml", ".svg", ".md", ".inv")}
+
+
+def test_no_built_file_names_the_checkout_or_the_build_folder():
+    site = project_site()
+    leaks = [name for name, text in _texts(site).items()
+             if str(REPO) in text or str(site.parent) in text or str(REFERENCE) in text]
+    assert leaks == []
+
+
+def test_the_sitemap_lists_every_page_under_the_publishers_address():
+    site = project_site()
+    address = re.search(r"^site_url: (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M).group(1)
+    listed = set(re.findall(r"<loc>([^<]+)</loc>", (site / "sitemap.xml").read_text()))
+    expected = {address + str(p.parent.relative_to(site)).strip(".") + ("/" if p.parent != site else "")
+                for p in site.rglob("index.html")}
+    assert expected == {url for url in listed} and len(listed) >= 8
+
+
+def test_search_splits_fault_names_outcome_codes_and_paths_into_their_parts():
+    index = json.loads((project_site() / "search" / "search_index.json").read_text())
+    separator = re.compile(index["config"]["separator"])
+    for term, parts in [("stale_premise", ["stale", "premise"]), ("versioning_off", ["versioning", "off"]),
+                        ("REFUSED:stale_premise_at_recovery", ["REFUSED", "stale", "premise", "at", "recovery"]),
+                        ("before_send/slot_busy", ["before", "send", "slot", "busy"])]:
+        assert [p for p in separator.split(term) if p] == parts
+    cells = [d for d in index["docs"] if "/cells/#" in d["location"]]
+    # a snippet opens with the block that matched: the cell's name and outcome line come first in each section
+    assert cells and all(re.match(r"<p>\S+ / \S+: [A-Z_:a-z0-9]+ ", d["text"]) for d in cells), cells[0]["text"]
+
+
+def test_the_stand_in_note_keeps_its_text_inside_its_box():
+    page = (project_site() / "scenarios" / "calendar" / "index.html").read_text()
+    note = re.search(r'<div class="admonition note">\s*<p class="admonition-title">Stand-ins in this run</p>\s*'
+                     r'<p>(.*?)</p>\s*</div>', page, re.S)
+    assert note and "local stand-ins" in note.group(1)
+
+
+def test_the_reliability_page_counts_each_violation_kind_in_its_own_column_apart_from_record_keeping():
+    page = html.unescape((project_site() / "reliability" / "index.html").read_text())
+    for column in ("landed more than once", "landed after its fact changed", "landed after its authority ended",
+                   "send left unresolved in its own record", "outside the check-to-send window", "inside it"):
+        assert f">{column}</th>" in page, column
+    assert page.index("wrong data at the service") < page.index("record-keeping")
+
+
+def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropped():
+    data = {"effects_per_run": 320, "note": "one worker per process",
+            "systems": {"dbos_sqlite": {"median_ms": 2.5, "effects_per_second": {"1": 400.0, "4": 900.5}},
+                        "interlock_decorator_jsonl": {"median_ms": 1.25, "effects_per_second": {"1": 600.0}}},
+            "brand_new_seconds": 1.5, "rows": [{"fault": "a", "x_median_s": 0.2}]}
+    bench = layout("peers", data, "results/bench/peers.json")
+    tables = {t.title: t for t in bench.tables}
+    systems = tables["systems"]
+    assert systems.head == ("system", "median (ms)", "effects per second 1 (per s)", "effects per second 4 (per s)")
+    assert systems.rows == (("dbos_sqlite", "2.5", "400", "900.5"), ("interlock_decorator_jsonl", "1.25", "600", ""))
+    assert systems.chart["median (ms)"] == (2.5, 1.25)
+    figures = dict(tables["figures"].rows)
+    assert figures == {"effects per run": "320", "note": "one worker per process", "brand new (s)": "1.5"}
+    assert tables["rows"].rows == (("a", "0.2"),)
+
+
+def test_each_hazard_file_gets_its_own_column_and_section(tmp_path, monkeypatch):
+    import pipeline.build as build_module
+
+    source = REPO / "results" / "reliability" / "explore_calendar.json"
+    if not source.is_file():
+        pytest.skip("no committed calendar exploration")
+    folder = tmp_path / "reliability"
+    folder.mkdir()
+    data = json.loads(source.read_text())
+    (folder / "explore_calendar.json").write_text(json.dumps(data))
+    data.update(hazard={"name": "sigstop", "what": "a sender is stopped at a kill point", "journal": "jsonl"},
+                history={"check": "python -m experiments.explore --check history.jsonl"},
+                hazard_effects={"interrupt": {"interlock: SIGSTOP at before_send: struck": 7}})
+    data["violation_kinds"]["brand_new_kind"] = "a kind this page has no column title for"
+    for system in data["systems"].values():
+        system["violations"]["brand_new_kind"] = {"count": 3, "in_window": 0, "first": []}
+    (folder / "explore_calendar_sigstop.json").write_text(json.dumps(data))
+    monkeypatch.setattr(build_module, "RELIABILITY", folder)
+    page = html.unescape((build([], tmp_path / "out") / "reliability" / "index.html").read_text())
+    assert ">crash (jsonl journal)</th>" in page and ">sigstop (jsonl journal)</th>" in page
+    assert "calendar: sigstop, jsonl journal" in page
+    assert "python -m experiments.explore --check history.jsonl" in page
+    assert "interlock: SIGSTOP at before_send: struck (7)" in page
+    assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"

@@ -24,6 +24,7 @@ import httplib2
 from googleapiclient.errors import HttpError
 
 from interlock import Effect, FileClaims, Gate, effect_id_for, verify
+from interlock.hooks import Hooks
 from interlock.premises import NOT_SET
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
@@ -43,7 +44,7 @@ RECEIPT_KEYS = ("effect_id", "valid", "tamper_evident", "signed", "happened", "h
                 "problems")
 JOURNAL_KEYS = ("kind", "via", "code", "reason", "checks", "rechecked", "result", "found")
 
-System = Callable[[Job, dict[str, Any], crash.Hook], dict[str, Any]]
+System = Callable[[Job, dict[str, Any], Hooks], dict[str, Any]]
 
 
 def _result(outcome: str, event_id: str, **extra: Any) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def _holds(job: Job, event_id: str) -> bool:
     return event is not None and event.get("status") != "cancelled"
 
 
-def _send(job: Job, body: dict[str, Any], hook: crash.Hook) -> None:
+def _send(job: Job, body: dict[str, Any], hook: Hooks) -> None:
     """The insert, with the fault points right before it (after the last check) as every system has them."""
     hook.reach(crash.BEFORE_SEND)
     hook.reach(crash.BEFORE_REQUEST)
@@ -75,7 +76,7 @@ def _conflict(exc: HttpError) -> bool:
     return exc.resp.status == 409
 
 
-def no_check(job: Job, decision: dict[str, Any], hook: crash.Hook) -> dict[str, Any]:
+def no_check(job: Job, decision: dict[str, Any], hook: Hooks) -> dict[str, Any]:
     """Look once when queueing; send the queued insert, after a crash again, without looking again."""
     event_id = baseline_event_id(job.request_id)
     queued = job.directory / QUEUE_FILE
@@ -98,7 +99,7 @@ def no_check(job: Job, decision: dict[str, Any], hook: crash.Hook) -> dict[str, 
     return _result(outcome, event_id)
 
 
-def hand_check(job: Job, decision: dict[str, Any], hook: crash.Hook) -> dict[str, Any]:
+def hand_check(job: Job, decision: dict[str, Any], hook: Hooks) -> dict[str, Any]:
     """A restart looks its event up first; every send is preceded by a look at the request and freeBusy."""
     event_id = baseline_event_id(job.request_id)
     if job.phase == RESTART and _holds(job, event_id):
@@ -122,7 +123,7 @@ def hand_check(job: Job, decision: dict[str, Any], hook: crash.Hook) -> dict[str
     return _result(outcome, event_id)
 
 
-def gated(job: Job, decision: dict[str, Any], hook: crash.Hook, *, expect: Any,
+def gated(job: Job, decision: dict[str, Any], hook: Hooks, *, expect: Any,
           ttl: bool = False) -> dict[str, Any]:
     """Submit the booking through the gate; a restarted job submits the same effect and recovery settles it."""
     key = f"booking:{job.request_id}"
@@ -137,7 +138,7 @@ def gated(job: Job, decision: dict[str, Any], hook: crash.Hook, *, expect: Any,
     effect = Effect(key, {"event": event_body(job.system, job.request_id, decision)}, [premise],
                     RequestLease(job.request_path), AGENT)
     outcome = Gate(journal, CalendarEventTarget(job.service, job.calendar_id), claims=claims,
-                   claim_wait=CLAIM_WAIT_SECONDS).submit(effect)
+                   claim_wait=CLAIM_WAIT_SECONDS, hooks=hook).submit(effect)
     receipt_bundle = case_bundle(journal, effect_id, job.directory / JOURNAL_FILE)
     receipt = verify(receipt_bundle)
     return {

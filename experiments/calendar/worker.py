@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     job = Job(args.case, args.system, args.phase, calendar_service())
     try:
-        result = SYSTEMS[args.system](job, job.decision(), crash.from_env())
+        result = SYSTEMS[args.system](job, job.decision(), crash.HOOK)
     except LOST_ANSWER as exc:
         job.note(f"{args.phase} worker: Calendar's answer was lost ({type(exc).__name__}: {exc})")
         print(f"worker: Calendar's answer was lost ({type(exc).__name__}); the job stays queued", file=sys.stderr)

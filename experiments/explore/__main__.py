@@ -1,31 +1,36 @@
-"""`python -m experiments.explore [--scenario S] [--schedules N] [--seed FIRST] [--systems a,b] [--jobs J]`
-runs seeded crash schedules and writes results/reliability/explore_<scenario>.json;
-`python -m experiments.explore --scenario S --replay SEED` runs one schedule again and shows what happened."""
+"""`python -m experiments.explore [--scenario S] [--hazard H] [--journal jsonl|postgresql] [--schedules N]
+[--seed FIRST] [--systems a,b] [--jobs J]` runs seeded schedules of one hazard, stores every run as a history row
+and writes results/reliability/explore_<scenario>[_pg][_<hazard>].json counted from that history;
+`python -m experiments.explore --scenario S [--hazard H] [--journal J] --replay SEED` runs one schedule again and
+shows what happened; `python -m experiments.explore --check HISTORY` counts a stored history again, no service."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import hashlib
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from experiments.explore.checks import VIOLATIONS, Violation, check
-from experiments.harness import terminate_as_interrupt
+from experiments.atomic import write_json
+from experiments.explore.checks import check
+from experiments.explore.hazards import HAZARDS, JOURNALS, SHORT_TTL, hazard_named, result_name
+from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
 from experiments.explore.processes import Forker
-from experiments.explore.runner import Observation, run
-from experiments.explore.schedules import SCENARIOS, SYSTEMS, Schedule, schedule_for
+from experiments.explore.runner import run
+from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
+from experiments.explore.tally import Tally, in_window
+from experiments.harness import provenance, terminate_as_interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "results" / "reliability"
-FIRST_SHOWN = 5
 WINDOW = ("An action taken while a worker waits between its check and its send (paused at before_send or "
           "recovery_before_resend) is stopped by the service where it has a precondition (GCS refuses a write "
           "whose generation moved) and otherwise only by a system that looks again after the pause: the gate "
@@ -33,6 +38,18 @@ WINDOW = ("An action taken while a worker waits between its check and its send (
           "last read and the request itself is not paused here (the calendar page's raced dispatch measures it). "
           "Violations of those schedules are counted apart (in_window) so they are neither hidden nor mixed with "
           "the rest.")
+SERVICES = {
+    "gcp_resource": "fake-gcs-server (stand-in for Google Cloud Storage, versioning on) behind the recording proxy",
+    "calendar": "the project's Calendar v3 stand-in",
+    "ledger": "the project's ledger stand-in (a local HTTP service: lookup by effect id, no dedupe, write delays)",
+}
+JOURNAL_BACKENDS = {
+    "jsonl": "each run's own JSONL journal file",
+    "postgresql": "one journal database on a throwaway local PostgreSQL cluster, shared by every run; each "
+                  "run's sessions carry its name",
+}
+# Hazards that touch what every run shares (the database server) run one schedule at a time.
+ALONE = frozenset({"server_restart"})
 
 
 class _Usage(Exception):
@@ -40,135 +57,117 @@ class _Usage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise _Usage(message)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One exploration to run: a hazard on one scenario and journal, for some systems, over some seeds."""
+
+    scenario: str
+    hazard: str
+    journal: str
+    systems: tuple[str, ...]
+    schedules: int
+    jobs: int
+    baseline_schedules: int  # the baselines may try fewer seeds than the gate (the first ones of the same range)
+
+    def seeds(self, system: str) -> int:
+        """How many schedules this system tries."""
+        return self.schedules if system.startswith("interlock") else min(self.schedules, self.baseline_schedules)
+
+    @property
+    def name(self) -> str:
+        """Its result file's name."""
+        return result_name(self.scenario, self.hazard, self.journal)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line, validated; raises _Usage with one line."""
     parser = _Parser(prog="python -m experiments.explore", description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
+    parser.add_argument("--hazard", choices=(*HAZARDS, "all"), default="crash",
+                        help="one hazard, or all of them on every scenario and journal each runs on")
+    parser.add_argument("--journal", choices=JOURNALS, default=None,
+                        help="default: jsonl, or both with --hazard all")
     parser.add_argument("--schedules", type=int, default=50, help="schedules per scenario (default 50)")
+    parser.add_argument("--pg-schedules", type=int, default=None,
+                        help="schedules per scenario on the postgresql journal (default: --schedules)")
+    parser.add_argument("--baseline-schedules", type=int, default=None,
+                        help="the baselines try only the first this many of those schedules (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first schedule (default 0)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated (default: all three)")
+    parser.add_argument("--systems", default=None,
+                        help="comma-separated (default: all three on jsonl; interlock on postgresql, since the "
+                             "baselines keep no journal there for a database hazard to strike)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--replay", type=int, metavar="SEED", help="run the schedule of this seed and show it")
-    parser.add_argument("--out", type=Path, default=OUT, help="folder for explore_<scenario>.json")
+    parser.add_argument("--check", type=Path, metavar="HISTORY", help="count a stored history again and print it")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for the result files and history/")
     args = parser.parse_args(argv)
-    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = [s for s in args.systems if s not in SYSTEMS]
-    if unknown or not args.systems:
-        raise _Usage(f"--systems: unknown system {', '.join(unknown) or '(none given)'}; known: {', '.join(SYSTEMS)}")
-    if args.schedules < 1 or args.jobs < 1:
-        raise _Usage("--schedules and --jobs must be at least 1")
-    if args.replay is not None and args.scenario == "all":
-        raise _Usage("--replay needs --scenario (gcp_resource or calendar)")
+    chosen = None
+    if args.systems is not None:
+        chosen = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+        unknown = [s for s in chosen if s not in SYSTEMS]
+        if unknown or not chosen:
+            raise _Usage(f"--systems: unknown system {', '.join(unknown) or '(none given)'}; known: "
+                         f"{', '.join(SYSTEMS)}")
+    pg_schedules = args.schedules if args.pg_schedules is None else args.pg_schedules
+    baselines = max(args.schedules, pg_schedules) if args.baseline_schedules is None else args.baseline_schedules
+    if args.schedules < 1 or pg_schedules < 1 or args.jobs < 1 or baselines < 1:
+        raise _Usage("--schedules, --pg-schedules, --baseline-schedules and --jobs must be at least 1")
+    if args.replay is not None and (args.scenario == "all" or args.hazard == "all"):
+        raise _Usage("--replay needs --scenario and one --hazard")
+    args.plans = []
+    for hazard in HAZARDS.values() if args.hazard == "all" else (hazard_named(args.hazard),):
+        journals = hazard.journals if args.journal is None and args.hazard == "all" else (args.journal or "jsonl",)
+        if args.hazard != "all" and journals[0] not in hazard.journals:
+            raise _Usage(f"--hazard {hazard.name} runs on the {' or '.join(hazard.journals)} journal, not "
+                         f"{journals[0]}")
+        scenarios = hazard.scenarios if args.scenario == "all" else (args.scenario,)
+        if args.hazard != "all" and scenarios[0] not in hazard.scenarios:
+            raise _Usage(f"--hazard {hazard.name} runs on {', '.join(hazard.scenarios)}, not {args.scenario}")
+        for journal in journals:
+            systems = chosen or (SYSTEMS if journal == "jsonl" else ("interlock",))
+            count = args.schedules if journal == "jsonl" else pg_schedules
+            args.plans += [Plan(s, hazard.name, journal, systems, count, 1 if hazard.name in ALONE else args.jobs,
+                                baselines) for s in scenarios if s in hazard.scenarios and journal in hazard.journals]
+    if not args.plans:
+        raise _Usage(f"--hazard {args.hazard} does not run on {args.scenario} with the {args.journal} journal")
     return args
 
 
-class Tally:
-    """Counts per system and violation kind, keeping the first few replayable examples; safe across threads."""
-
-    def __init__(self, scenario: str, systems: list[str]):
-        self.scenario = scenario
-        self.lock = threading.Lock()
-        self.systems = {s: {"schedules": 0, "held": 0, "violated": 0, "violated_in_window": 0,
-                            "violations": {k: {"count": 0, "in_window": 0, "first": []} for k in VIOLATIONS}}
-                        for s in systems}
-        self.dimensions: dict[str, Counter] = {k: Counter() for k in
-                                               ("first_kill", "crashes_in_a_row", "action", "action_timing",
-                                                "network_cut", "recoverers")}
-
-    def add(self, seen: Observation, found: list[Violation]) -> None:
-        """Count one run."""
-        schedule, window = seen.schedule, seen.schedule.in_check_to_send_window
-        with self.lock:
-            row = self.systems[seen.system]
-            row["schedules"] += 1
-            if not found:
-                row["held"] += 1
-            else:
-                row["violated_in_window" if window else "violated"] += 1
-            for kind in dict.fromkeys(v.kind for v in found):
-                cell = row["violations"][kind]
-                cell["count"] += 1
-                cell["in_window"] += window
-                if len(cell["first"]) < FIRST_SHOWN:
-                    detail = "; ".join(v.detail for v in found if v.kind == kind)
-                    cell["first"].append({"seed": schedule.seed, "replay": schedule.replay, "in_window": window,
-                                          "schedule": schedule.describe(), "acted": seen.acted, "detail": detail})
-            if seen.system == next(iter(self.systems)):  # count each schedule's shape once
-                self._shape(schedule, seen)
-
-    def _shape(self, schedule: Schedule, seen: Observation) -> None:
-        d = self.dimensions
-        d["first_kill"][schedule.kills[0] or "none"] += 1
-        d["crashes_in_a_row"][str(sum(k is not None for k in schedule.kills))] += 1
-        d["action"][schedule.action] += 1
-        if schedule.action != "none":
-            timing = ("inside the check-to-send window" if schedule.in_check_to_send_window else
-                      "at a pause point" if schedule.action_pause else "between processes")
-            d["action_timing"][timing] += 1
-        d["network_cut"][str(schedule.cut).lower()] += 1
-        d["recoverers"][str(schedule.recoverers)] += 1
-
-    def summary(self, args: argparse.Namespace, seconds: float) -> dict[str, Any]:
-        """The published file's content."""
-        return {
-            "scenario": self.scenario,
-            "schema_version": 1,
-            "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": (f"python -m experiments.explore --scenario {self.scenario} --schedules {args.schedules} "
-                        f"--seed {args.seed}"),
-            "seeds": {"first": args.seed, "count": args.schedules},
-            "seconds": round(seconds, 1),
-            "jobs": args.jobs,
-            "services": SERVICES[self.scenario],
-            "decider": "offline-scripted (no model)",
-            "workers": ("each worker is its own OS process running the scenario worker's main(), forked from a "
-                        "server that preloaded the worker modules; kill points SIGKILL it"),
-            "violation_kinds": VIOLATIONS,
-            "window": WINDOW,
-            "dimensions": {k: dict(sorted(v.items())) for k, v in self.dimensions.items()},
-            "systems": self.systems,
-        }
-
-
-SERVICES = {
-    "gcp_resource": "fake-gcs-server (stand-in for Google Cloud Storage, versioning on) behind the recording proxy",
-    "calendar": "the project's Calendar v3 stand-in",
-}
-
-
-def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str, Any]:
-    """Run every schedule for every chosen system; return the summary."""
+def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, Any]:
+    """Run every schedule for every chosen system into a history, then count the history; return the summary."""
     from experiments.explore.worlds import world
 
-    tally = Tally(scenario, args.systems)
+    scenario = plan.scenario
+    history_path = args.out / "history" / plan.name.replace(".json", ".jsonl.gz")
     began = time.monotonic()
     done = [0]
-    total = args.schedules * len(args.systems)
+    lock = threading.Lock()
+    total = sum(plan.seeds(system) for system in plan.systems)
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
-            world(scenario, Path(tmp) / "services") as chosen:
+            world(scenario, Path(tmp) / "services", plan.journal) as chosen, HistoryWriter(history_path) as history:
 
         def one(seed: int, system: str) -> None:
-            schedule = schedule_for(scenario, seed)
-            seen = run(chosen, forker, schedule, system, Path(tmp) / "runs")
-            found = check(seen)
-            tally.add(seen, found)
-            with tally.lock:
+            schedule = schedule_for(scenario, seed, plan.hazard, plan.journal)
+            row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
+            history.add(row)
+            found = check(row)
+            with lock:
                 done[0] += 1
-                if found and system == "interlock" and not schedule.in_check_to_send_window:
-                    print(f"explore: {scenario} {system} violated {', '.join(dict.fromkeys(v.kind for v in found))}: "
-                          f"{schedule.replay}", file=sys.stderr)
+                if found and system == "interlock" and not in_window(row):
+                    print(f"explore: {scenario} {plan.hazard} {system} violated "
+                          f"{', '.join(dict.fromkeys(v.kind for v in found))}: {schedule.replay}", file=sys.stderr)
                 if done[0] % 50 == 0 or done[0] == total:
-                    print(f"explore: {scenario} {done[0]}/{total} runs ({time.monotonic() - began:.0f}s)",
-                          file=sys.stderr)
+                    print(f"explore: {plan.name} {done[0]}/{total} runs "
+                          f"({time.monotonic() - began:.0f}s)", file=sys.stderr)
 
-        pool = ThreadPoolExecutor(args.jobs)
+        pool = ThreadPoolExecutor(plan.jobs)
         try:
-            futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + args.schedules)
-                       for system in args.systems]
+            futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + plan.schedules)
+                       for system in plan.systems if seed < args.seed + plan.seeds(system)]
             for future in futures:
                 future.result()
         except BaseException:  # interrupted: drop the queued runs and kill the running workers
@@ -177,60 +176,129 @@ def explore(scenario: str, args: argparse.Namespace, forker: Forker) -> dict[str
             raise
         finally:
             pool.shutdown(wait=True)
-    return tally.summary(args, time.monotonic() - began)
+        history.complete()
+    seconds = time.monotonic() - began
+    return summarize(history_path, args.out, {
+        "command": (f"python -m experiments.explore --scenario {scenario} --hazard {plan.hazard} --journal "
+                    f"{plan.journal} --systems {','.join(plan.systems)} --schedules {plan.schedules} "
+                    f"--baseline-schedules {plan.baseline_schedules} --seed {args.seed}"),
+        "provenance": provenance("python -m experiments.explore",
+                                 {"service": SERVICES[scenario], "journal": JOURNAL_BACKENDS[plan.journal]},
+                                 "offline-scripted (no model)", _claims(scenario)),
+        "seeds": {"first": args.seed, "count": plan.schedules,
+                  "per_system": {system: plan.seeds(system) for system in plan.systems}},
+        "seconds": round(seconds, 1),
+        "seconds_per_run": round(seconds * plan.jobs / total, 3),
+        "jobs": plan.jobs,
+    })
+
+
+def _claims(scenario: str) -> dict[str, Any]:
+    """The claim settings of the scenario's gated workers."""
+    from experiments.journals import CLAIM_TTL_SECONDS
+
+    return {"claim_ttl_seconds": SHORT_TTL if scenario == "ledger" else CLAIM_TTL_SECONDS,
+            "where": "the explorer's ledger worker" if scenario == "ledger" else "the scenario's own gated worker"}
+
+
+def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[str, Any]:
+    """The result file's content, counted from the stored history alone."""
+    rows = list(read_history(history_path))
+    if not rows:
+        raise HistoryUnreadable(f"{history_path}: no rows")
+    first = rows[0]
+    scenario, hazard, journal = first["scenario"], first["hazard"], first["journal"]
+    present = dict.fromkeys(r["system"] for r in rows)
+    tally = Tally([s for s in SYSTEMS if s in present] + [s for s in present if s not in SYSTEMS])
+    for row in rows:
+        tally.add(row)
+    try:
+        shown = history_path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        shown = history_path.name
+    return {
+        "scenario": scenario,
+        "schema_version": 2,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **run_facts,
+        "hazard": {"name": hazard, "what": HAZARDS[hazard].what, "journal": journal,
+                   "journal_backend": JOURNAL_BACKENDS[journal]},
+        "history": {"path": shown, "rows": len(rows), "sha256": hashlib.sha256(history_path.read_bytes()).hexdigest(),
+                    "check": f"python -m experiments.explore --check {shown}"},
+        "services": SERVICES[scenario],
+        "decider": "offline-scripted (no model)",
+        "workers": ("each worker is its own OS process running the scenario worker's main(), forked from a "
+                    "server that preloaded the worker modules; kill points SIGKILL it, held workers are "
+                    "stopped with SIGSTOP and continued with SIGCONT"),
+        "window": WINDOW,
+        **tally.summary(),
+    }
 
 
 def replay(args: argparse.Namespace, forker: Forker) -> int:
     """Run one schedule for each chosen system and print every worker's end and every violation."""
     from experiments.explore.worlds import world
 
-    schedule = schedule_for(args.scenario, args.replay)
+    plan = args.plans[0]
+    schedule = schedule_for(plan.scenario, args.replay, plan.hazard, plan.journal)
     print(f"{schedule.replay}\n  {schedule.describe()}")
     violated = False
     with tempfile.TemporaryDirectory(prefix="interlock-replay-") as tmp, \
-            world(args.scenario, Path(tmp) / "services") as chosen:
-        for system in args.systems:
-            seen = run(chosen, forker, schedule, system, Path(tmp) / "runs")
-            found = check(seen)
+            world(plan.scenario, Path(tmp) / "services", plan.journal) as chosen:
+        for system in plan.systems:
+            row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
+            found = check(row)
             violated |= bool(found)
-            print(f"{system}: {'held' if not found else 'VIOLATED'}" + (f" (action {seen.acted})" if seen.acted else ""))
-            for ran in seen.ran:
-                end = ran.finished.outcome or f"exit {ran.finished.exit_code}"
-                print(f"  {ran.stage} {ran.index}" + (f" [kill at {ran.kill}]" if ran.kill else "") + f": {end}")
-                if ran.finished.exit_code not in (0, -9):
-                    print("    " + "\n    ".join(ran.finished.stderr.strip().splitlines()[-3:]))
-            assert seen.truth is not None
-            print(f"  service: {len(seen.truth.writes)} agent write(s) committed, {seen.truth.live} live")
+            print(f"{system}: {'held' if not found else 'VIOLATED'}" + (f" (action {row['acted']})" if row["acted"]
+                                                                          else ""))
+            for ran in row["ran"]:
+                end = ran["outcome"] or f"exit {ran['exit_code']}"
+                print(f"  {ran['stage']} {ran['index']}" + (f" [kill at {ran['kill']}]" if ran["kill"] else "")
+                      + f": {end}")
+                if ran["exit_code"] not in (0, -9):
+                    print("    " + "\n    ".join(ran["stderr"][-3:]))
+            for fact in ("interrupt", "in_flight", "journal_cut"):
+                if row[fact] is not None:
+                    print(f"  {fact}: {row[fact]}")
+            print(f"  service: {len(row['truth']['writes'])} agent write(s) committed, {row['truth']['live']} live")
             for violation in found:
                 print(f"  - {violation.kind}: {violation.detail}")
     return 1 if violated else 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Explore (or replay); exit 1 when the gate broke a rule outside the check-to-send window."""
+    """Explore, replay or re-count; exit 1 when the gate broke a rule outside the check-to-send window."""
     try:
         args = parse_args(argv)
-        if args.replay is None:
+        if args.replay is None and args.check is None:
             args.out.mkdir(parents=True, exist_ok=True)
-    except _Usage as exc:
+    except (_Usage, ValueError) as exc:
         print(f"explore: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"{args.out}: cannot create the output folder: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if args.check is not None:
+        try:
+            result = summarize(args.check, args.out, {})
+        except HistoryUnreadable as exc:
+            print(f"explore: {exc}", file=sys.stderr)
+            return 2
+        _print_counts(result)
+        return 1 if result["systems"].get("interlock", {}).get("violated") else 0
     forker = Forker()
     try:
         with terminate_as_interrupt():  # SIGTERM too runs every cleanup: stand-ins, workers, temp folders
             if args.replay is not None:
                 return replay(args, forker)
             failed = False
-            for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
-                result = explore(scenario, args, forker)
-                path = args.out / f"explore_{scenario}.json"
-                _write(path, result)
+            for plan in args.plans:
+                result = explore(plan, args, forker)
+                path = args.out / plan.name
+                write_json(path, result)
                 gate = result["systems"].get("interlock")
                 failed |= bool(gate and gate["violated"])
-                print(f"explore: wrote {path} ({args.schedules} schedules x {len(args.systems)} systems in "
+                print(f"explore: wrote {path} ({result['history']['rows']} runs of {plan.schedules} schedules in "
                       f"{result['seconds']:.0f}s)", file=sys.stderr)
             return 1 if failed else 0
     except KeyboardInterrupt:
@@ -240,12 +308,13 @@ def main(argv: list[str] | None = None) -> int:
         forker.stop()
 
 
-def _write(path: Path, obj: Any) -> None:
-    import json
-
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
+def _print_counts(result: dict[str, Any]) -> None:
+    print(f"{result['scenario']} {result['hazard']['name']} ({result['hazard']['journal']}): "
+          f"{result['history']['rows']} rows")
+    for system, counts in result["systems"].items():
+        kinds = ", ".join(f"{k} {v['count']}" for k, v in counts["violations"].items() if v["count"])
+        print(f"  {system}: {counts['schedules']} schedules, {counts['held']} held, {counts['violated']} violated, "
+              f"{counts['violated_in_window']} in the check-to-send window" + (f" ({kinds})" if kinds else ""))
 
 
 if __name__ == "__main__":

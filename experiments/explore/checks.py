@@ -1,14 +1,14 @@
-"""What must hold after every schedule, checked against the service's ground truth, never against a record."""
+"""What must hold after every schedule, checked from its stored history row alone: the service's ground truth
+against the workers' answers and the system's own record. No service is reached here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from interlock import verify
 from interlock.kinds import open_send
 from interlock.outcomes import UnknownOutcome, landed
-
-from experiments.explore.runner import Observation
 
 VIOLATIONS = {
     "duplicate_effect": "the service holds the effect more than once",
@@ -16,15 +16,23 @@ VIOLATIONS = {
     "after_lease_ended": "the agent's write landed after its authority (incident, request) ended",
     "unresolved_dispatch": "a send is still unresolved in the system's own record after recovery returned",
     "receipt_invalid": "the gate's receipt for the effect does not verify",
-    "receipt_disagrees": "the receipt's `happened` differs from the service",
+    "receipt_disagrees": "the receipt says the effect happened, or did not, and the service says otherwise",
+    "receipt_cannot_say": "the receipt cannot say whether the effect happened (the service can)",
+    "damage_accepted": "the gate opened a journal cut before its last line instead of refusing it",
     "answer_wrong": "a worker reported landed when it did not, or not landed when it did",
     "answer_cannot_say": "a recoverer ended without a definite answer (AMBIGUOUS, IN_FLIGHT, or no status)",
     "unknown_outcome": "a worker printed a status outside the outcome vocabulary",
     "worker_error": "a worker timed out or died of an unexpected error",
+    "service_unsettled": "the service still held a write of the effect when its truth was read",
 }
-PREMISE_ACTIONS = frozenset({"human_write", "slot_taken"})
-# A baseline's log line that settles a job (gcp_resource writes "result", calendar "finished").
+# The rules a hazard is there to test (the counts the reliability page leads with).
+SAFETY = ("duplicate_effect", "after_premise_moved", "after_lease_ended", "receipt_disagrees", "answer_wrong")
+PREMISE_ACTIONS = frozenset({"human_write", "slot_taken", "balance_moved"})
+# A baseline's log line that settles a job (gcp_resource and ledger write "result", calendar "finished").
 BASELINE_RESULTS = frozenset({"result", "finished"})
+# Workers that may rightly end without a definite answer: the first senders, and recoverers that ran while
+# another worker was held (they leave the effect to it); the last recoverers must settle it.
+MAY_DEFER = frozenset({"chain", "concurrent"})
 
 
 @dataclass(frozen=True)
@@ -35,70 +43,87 @@ class Violation:
     detail: str
 
 
-def check(seen: Observation) -> list[Violation]:
+def check(row: dict[str, Any]) -> list[Violation]:
     """Every rule the run broke (empty when it held)."""
-    truth = seen.truth
-    assert truth is not None, "check() needs a finished run"
+    truth = row["truth"]
+    writes, live = truth["writes"], truth["live"]
     found: list[Violation] = []
-    if truth.live > 1 or len(truth.writes) > 1:
-        found.append(Violation("duplicate_effect", f"{len(truth.writes)} agent write(s) committed, {truth.live} live"))
-    if seen.acted_at is not None:
-        late = [w for w, at in truth.writes if at > seen.acted_at]
-        kind = ("after_premise_moved" if seen.schedule.action in PREMISE_ACTIONS else "after_lease_ended")
+    if live > 1 or len(writes) > 1:
+        found.append(Violation("duplicate_effect", f"{len(writes)} agent write(s) committed, {live} live"))
+    if row["acted_at"] is not None:
+        late = [w for w, at in writes if at > row["acted_at"]]
+        kind = "after_premise_moved" if row["schedule"]["action"] in PREMISE_ACTIONS else "after_lease_ended"
         if late:
-            found.append(Violation(kind, f"agent write(s) {late} after {seen.schedule.action} {seen.acted}"))
-    found += _answers(seen)
-    found += _record(seen)
-    for ran in seen.ran:
-        error = "Traceback" in ran.finished.stderr or ran.finished.timed_out
-        if error:
-            tail = ran.finished.stderr.strip().splitlines()[-1:] or ["timed out"]
-            found.append(Violation("worker_error", f"{ran.stage} {ran.index}: {tail[0][:200]}"))
+            found.append(Violation(kind, f"agent write(s) {late} after {row['schedule']['action']} {row['acted']}"))
+    if truth.get("settled") is False:
+        found.append(Violation("service_unsettled", "a write was still pending at the service after its longest "
+                                                    "delay"))
+    found += _answers(row, _landed(truth))
+    found += _record(row, _landed(truth))
+    for ran in row["ran"]:
+        if (ran["traceback"] and not ran["refused_journal"]) or ran["timed_out"]:
+            tail = ran["stderr"][-1:] or ["timed out"]
+            found.append(Violation("worker_error", f"{ran['stage']} {ran['index']}: {tail[0][:200]}"))
     return found
 
 
-def _answers(seen: Observation) -> list[Violation]:
-    truth = seen.truth
+def _landed(truth: dict[str, Any]) -> bool:
+    return bool(truth["writes"]) or truth["live"] > 0
+
+
+def _answers(row: dict[str, Any], at_service: bool) -> list[Violation]:
     found = []
-    for ran in seen.ran:
-        outcome = ran.finished.outcome
+    for ran in row["ran"]:
+        outcome, who = ran["outcome"], f"{ran['stage']} {ran['index']}"
         if outcome is None:
-            if ran.stage == "recoverer" and not ran.finished.timed_out:
-                said = (ran.finished.stderr.strip().splitlines() or ["nothing on stderr"])[-1][:200]
-                found.append(Violation("answer_cannot_say", f"recoverer {ran.index} exited {ran.finished.exit_code} "
-                                                            f"with no status ({said})"))
+            if ran["stage"] not in MAY_DEFER and not ran["timed_out"] and not ran["refused_journal"]:
+                said = (ran["stderr"] or ["nothing on stderr"])[-1][:200]
+                found.append(Violation("answer_cannot_say", f"{who} exited {ran['exit_code']} with no status ({said})"))
             continue
         try:
             claim = landed(outcome)
         except UnknownOutcome:
-            found.append(Violation("unknown_outcome", f"{ran.stage} {ran.index} printed {outcome!r}"))
+            found.append(Violation("unknown_outcome", f"{who} printed {outcome!r}"))
             continue
-        if claim is None and ran.stage == "recoverer":
-            found.append(Violation("answer_cannot_say", f"recoverer {ran.index} answered {outcome}"))
-        elif claim is not None and claim != truth.landed:
-            found.append(Violation("answer_wrong", f"{ran.stage} {ran.index} answered {outcome}, the service "
-                                                   f"{'holds' if truth.landed else 'does not hold'} the effect"))
+        if claim is None and ran["stage"] not in MAY_DEFER:
+            found.append(Violation("answer_cannot_say", f"{who} answered {outcome}"))
+        elif claim is not None and claim != at_service:
+            found.append(Violation("answer_wrong", f"{who} answered {outcome}, the service "
+                                                   f"{'holds' if at_service else 'does not hold'} the effect"))
     return found
 
 
-def _record(seen: Observation) -> list[Violation]:
-    """The gate's journal (open dispatch, receipt) or the baselines' log (a send with no result)."""
-    if not seen.system.startswith("interlock"):
-        sends = sum(line.get("event") == "send" for line in seen.log)
-        results = sum(line.get("event") in BASELINE_RESULTS for line in seen.log)
+def _record(row: dict[str, Any], at_service: bool) -> list[Violation]:
+    """The gate's journal (open dispatch, receipt, a cut it accepted) or the baselines' log (a send, no result)."""
+    record = row["record"]
+    if not row["system"].startswith("interlock"):
+        sends = sum(event == "send" for event in record["events"])
+        results = sum(event in BASELINE_RESULTS for event in record["events"])
         if sends > results:
             return [Violation("unresolved_dispatch", f"log holds {sends} send(s) and {results} result(s)")]
         return []
-    entries = [e for e in seen.journal if e.get("effect_id") == seen.case.effect_id]
-    if not entries:
-        return []
     found = []
+    cut = row["journal_cut"]
+    if cut is not None and cut["kept"] < cut["size"] and not cut["inside_last_line"]:
+        opened = [r for r in row["ran"] if r["stage"] not in MAY_DEFER and r["outcome"] is not None]
+        refused = [r for r in row["ran"] if r["refused_journal"]]
+        if opened and not refused:
+            found.append(Violation("damage_accepted", f"journal cut to {cut['kept']} of {cut['size']} bytes "
+                                                      f"({cut['lines_kept']} of {cut['lines']} lines) and opened"))
+        if refused:  # the record is the harness's damage, refused as it should be: nothing more to read in it
+            return found
+    entries = record["entries"]
+    if not entries:
+        return found
     if open_send(entries):
         found.append(Violation("unresolved_dispatch", "the journal ends with a send and no resolution"))
-    receipt = verify({"effect_id": seen.case.effect_id, "entries": entries})
-    if not receipt["valid"]:
+    receipt = verify({"effect_id": row["effect_id"], "entries": entries})
+    if not receipt["valid"] and (cut is None or cut["inside_last_line"] or cut["kept"] == cut["size"]):
         found.append(Violation("receipt_invalid", "; ".join(receipt["problems"])[:300]))
-    if receipt["happened"] != seen.truth.landed:
+    if not isinstance(receipt["happened"], bool):
+        found.append(Violation("receipt_cannot_say", f"receipt happened={receipt['happened']!r}, service "
+                                                     f"{'holds' if at_service else 'does not hold'} it"))
+    elif receipt["happened"] != at_service:
         found.append(Violation("receipt_disagrees", f"receipt happened={receipt['happened']!r}, service "
-                                                    f"{'holds' if seen.truth.landed else 'does not hold'} it"))
+                                                    f"{'holds' if at_service else 'does not hold'} it"))
     return found

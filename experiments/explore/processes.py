@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", "experiments.gcp_resource.baselines",
-           "experiments.calendar.worker", "experiments.calendar.systems", "experiments.deciders"]
+           "experiments.calendar.worker", "experiments.calendar.systems", "experiments.deciders",
+           "experiments.explore.ledger_worker"]
 # Variables a worker takes only from its schedule, never from the explorer's own environment.
-ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL")
+ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL",
+         "INTERLOCK_JOURNAL_URL", "EXPLORE_SEND_RAISES")
 
 
 def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr: str, status: str) -> None:
@@ -75,6 +77,11 @@ class Worker:
                                                           str(self._status)))
         self.process.start()
         self.process_open = True
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id (the target of SIGSTOP and SIGCONT)."""
+        return self.process.pid
 
     def running(self) -> bool:
         """Still running (or paused); the name harness.wait_for_file asks for."""

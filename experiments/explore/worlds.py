@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,14 @@ from typing import Any
 
 from interlock import effect_id_for
 
+from experiments.explore.hazards import SHORT_TTL
+from experiments.explore.ledger_worker import CLAIM_TTL_ENV
+from experiments.atomic import write_json
+from experiments.journals import JOURNAL_URL_ENV
+
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+SETTLE_MARGIN_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.005
 
 
 @dataclass
@@ -49,7 +57,47 @@ class Truth:
         return bool(self.writes) or self.live > 0
 
 
-class GcpWorld:
+class JournalChoice:
+    """Where a world's gated workers keep their journal: each run's own JSONL file, or the exploration's
+    PostgreSQL database, each run's sessions named for it so a hazard can end exactly those."""
+
+    scenario: str
+    database: Database | None = None
+
+    def worker_env(self, case: Case) -> dict[str, str]:
+        """What a worker of this run adds to the world's environment: the run's database address, if any."""
+        if self.database is None:
+            return {}
+        return {JOURNAL_URL_ENV: self.database.url_for(case.ids["run"])}
+
+    def strike(self, case: Case, how: str) -> None:
+        """End the run's database sessions, or stop and start the database server."""
+        if self.database is None:
+            raise ValueError(f"{how} needs the PostgreSQL journal")
+        if how == "terminate_session":
+            self.database.terminate(case.ids["run"])
+        elif how == "restart_server":
+            self.database.restart()
+        else:
+            raise ValueError(f"unknown database hazard {how!r}")
+
+    def raise_env(self, point: str) -> dict[str, str]:
+        """Only the explorer's own workers can be made to raise inside their send."""
+        raise ValueError(f"{self.scenario} runs the scenario's own workers, whose send functions cannot raise")
+
+    def received(self, case: Case) -> bool:
+        """Only a service with a delay can hold a request in flight."""
+        raise ValueError(f"{self.scenario} has no service that holds a request in flight")
+
+    def settle(self, case: Case) -> bool:
+        """Every write of these stand-ins lands before its answer: nothing can still be pending."""
+        return True
+
+    def finish(self, case: Case) -> None:
+        """Nothing of a run outlives it here: the stand-ins serve the whole exploration."""
+
+
+class GcpWorld(JournalChoice):
     """fake-gcs-server behind the recording proxy; one versioned bucket; one object per run."""
 
     scenario = "gcp_resource"
@@ -78,8 +126,9 @@ class GcpWorld:
         client.create_bucket(bucket)
         return GcpWorld(proxy, client, bucket.name, env)
 
-    def setup(self, directory: Path, seed: int, system: str) -> Case:
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
         """Seed v42 as the human's deploy, open the incident, decide the rollback (scripted decider)."""
+        seed = schedule.seed
         from experiments.deciders import ScriptedDecider, persisted_decision
         from experiments.gcp_resource import case as gcp
 
@@ -88,8 +137,8 @@ class GcpWorld:
         self._upload(name, "v42", gcp.HUMAN_DEPLOY, if_generation_match=0)
         case = {"bucket": self.bucket, "object": name, "incident_id": gcp.INCIDENT_ID,
                 "incident": gcp.incident_text(self.bucket, name)}
-        _write(directory / gcp.CASE_FILE, case)
-        _write(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
+        write_json(directory / gcp.CASE_FILE, case)
+        write_json(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
 
         def get_config() -> dict[str, Any]:
             blob = self.client.bucket(self.bucket).get_blob(name)
@@ -97,7 +146,7 @@ class GcpWorld:
 
         persisted_decision(directory / gcp.DECISION_FILE, lambda: ScriptedDecider().decide_rollback(case, get_config))
         return Case(directory, system, effect_id_for(gcp.effect_key(self.bucket, name)),
-                    {"object": name, "log_offset": offset})
+                    {"object": name, "log_offset": offset, "run": f"{seed}-{system}"})
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
@@ -116,7 +165,7 @@ class GcpWorld:
         if action == "human_write":
             self._upload(case.ids["object"], "v43", gcp.HUMAN_REDEPLOY)
         else:
-            _write(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
+            write_json(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
 
     def truth(self, case: Case) -> Truth:
         """Agent writes from the proxy's write log (answered 200, or committed and cut); live ones from the listing."""
@@ -136,7 +185,7 @@ class GcpWorld:
         blob.upload_from_string(body(version), content_type="application/json", retry=None, **precondition)
 
 
-class CalendarWorld:
+class CalendarWorld(JournalChoice):
     """The Calendar v3 stand-in; one 30-minute slot and one booking request per run."""
 
     scenario = "calendar"
@@ -163,20 +212,21 @@ class CalendarWorld:
         _export(stack, env)
         return CalendarWorld(standin, calendar_service(), env)
 
-    def setup(self, directory: Path, seed: int, system: str) -> Case:
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
         """A live request for a fresh slot; the first worker decides it, as in the scenario."""
+        seed = schedule.seed
         from experiments.calendar.request import baseline_event_id, new_request, write_request
 
         start = self.base + timedelta(hours=next(self.slots))
         slot_start, slot_end = _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
         request_id = f"explore{seed}{system.replace('_', '')}"
-        _write(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
+        write_json(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
                                          "slot_start": slot_start, "slot_end": slot_end, "system": system})
         write_request(directory / "request.json", new_request(request_id, slot_start))
         effect_id = effect_id_for(f"booking:{request_id}")
         ours = effect_id if system.startswith("interlock") else baseline_event_id(request_id)
         return Case(directory, system, effect_id, {"request_id": request_id, "event_id": ours,
-                                                   "slot": (slot_start, slot_end)})
+                                                   "slot": (slot_start, slot_end), "run": f"{seed}-{system}"})
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
@@ -211,14 +261,154 @@ class CalendarWorld:
         return Truth(writes, live)
 
 
-WORLDS = {"gcp_resource": GcpWorld, "calendar": CalendarWorld}
+class LedgerWorld(JournalChoice):
+    """The ledger stand-in (tier 2: lookup by effect id, no dedupe); one ledger per run, so each run has its own
+    write delay; the agent posts one entry to the run's account."""
+
+    scenario = "ledger"
+    module = "experiments.explore.ledger_worker"
+    journal = "journal.jsonl"
+    log = "log.jsonl"
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.env = {CLAIM_TTL_ENV: str(SHORT_TTL)}
+        self.lock = threading.Lock()
+        self._open: dict[str, contextlib.ExitStack] = {}
+
+    @staticmethod
+    def services(stack: contextlib.ExitStack, work: Path) -> LedgerWorld:
+        """Nothing long-lived: each run starts its own ledger."""
+        work.mkdir(parents=True, exist_ok=True)
+        chosen = LedgerWorld(work)
+        stack.callback(chosen.close)
+        return chosen
+
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
+        """A fresh ledger with the schedule's delay, an account at version 0, a live lease, the decided entry."""
+        from experiments.services.ledger import ledger_service
+
+        run = f"{schedule.seed}-{system}"
+        stack = contextlib.ExitStack()
+        fences = () if schedule.fence in (None, "none") else (schedule.fence,)
+        ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0,
+                                                    fences=fences))
+        self._open[run] = stack
+        key = f"ledger:explore:{run}"
+        effect_id = effect_id_for(key)
+        resource = f"account-{run}"
+        write_json(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
+                                         "key": key, "effect_id": effect_id, "decided_version": 0,
+                                         "fence": schedule.fence})
+        write_json(directory / "lease.json", {"status": "live"})
+        return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
+
+    def argv(self, case: Case, phase: str) -> list[str]:
+        """The worker's command line."""
+        return [case.system, phase, str(case.directory)]
+
+    def act(self, case: Case, action: str) -> None:
+        """Someone else writes the account (its version moves), or the authorization is revoked."""
+        if action == "balance_moved":
+            case.ids["ledger"].human_write(case.ids["resource"], "human")
+        else:
+            write_json(case.directory / "lease.json", {"status": "revoked"})
+
+    def raise_env(self, point: str) -> dict[str, str]:
+        """Plant a bug in the first sender's send function."""
+        from experiments.explore.ledger_worker import RAISES_ENV
+
+        return {RAISES_ENV: point}
+
+    def received(self, case: Case) -> bool:
+        """The ledger holds (or has applied) an agent write of this effect."""
+        return any(e["event"] == "put" and e["id"] == case.effect_id for e in case.ids["ledger"].log())
+
+    def settle(self, case: Case) -> bool:
+        """Wait until every write of the effect the ledger received was applied or refused (a dead sender's
+        request may still be waiting out its delay); False if one is still pending after the longest delay."""
+        ledger = case.ids["ledger"]
+        deadline = time.monotonic() + ledger.delay + SETTLE_MARGIN_SECONDS
+        while True:
+            events = [e["event"] for e in ledger.log() if e["id"] == case.effect_id]
+            if events.count("put") == events.count("applied") + events.count("refused"):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(SETTLE_POLL_SECONDS)
+
+    def truth(self, case: Case) -> Truth:
+        """Every applied write of the effect, from the ledger's own log; each one is a posting on the account.
+
+        A write is timed when the ledger received it: a request sent while the facts held and landing after they
+        moved is the service's delay, not a send after the change. Every write waits the same delay, so the
+        ledger answers them in the order they arrived: the n-th answer (applied or refused) is the n-th arrival.
+        """
+        ledger = case.ids["ledger"]
+        events = [e for e in ledger.log() if e["id"] == case.effect_id]
+        arrivals = iter(float(e["at"]) for e in events if e["event"] == "put")
+        writes = []
+        for event in events:
+            if event["event"] in ("applied", "refused"):
+                arrived = next(arrivals, float(event["at"]))
+                if event["event"] == "applied":
+                    writes.append((str(event["version"]), arrived))
+        return Truth(writes, ledger.applies(case.effect_id))
+
+    def finish(self, case: Case) -> None:
+        """Stop the run's ledger once nothing can reach it any more."""
+        stack = self._open.pop(case.ids["run"], None)
+        if stack is not None:
+            stack.close()
+
+    def close(self) -> None:
+        """Stop every ledger still open."""
+        for run in list(self._open):
+            self._open.pop(run).close()
+
+
+WORLDS: dict[str, Any] = {"gcp_resource": GcpWorld, "calendar": CalendarWorld, "ledger": LedgerWorld}
+
+
+class Database:
+    """The exploration's throwaway PostgreSQL cluster and the one journal database every run shares."""
+
+    NAME = "explore"
+
+    def __init__(self, cluster: Any):
+        self.cluster = cluster
+        self.url = cluster.create_database(self.NAME)
+        self.lock = threading.Lock()
+
+    def url_for(self, run: str) -> str:
+        """The journal address a run's workers use: their sessions carry the run's name."""
+        return f"{self.url}?application_name=explore-{run}"
+
+    def terminate(self, run: str) -> int:
+        """End every session of the run's workers (pg_terminate_backend); how many there were."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                                (f"explore-{run}",)).fetchall()
+        return len(rows)
+
+    def restart(self) -> None:
+        """Stop the server (every session ends at once) and start it again."""
+        with self.lock:
+            self.cluster.restart()
 
 
 @contextlib.contextmanager
-def world(scenario: str, work: Path) -> Iterator[Any]:
-    """The scenario's stand-ins for the block; `.env` is the environment its workers need."""
+def world(scenario: str, work: Path, journal: str = "jsonl") -> Iterator[Any]:
+    """The scenario's stand-ins (and the journal database) for the block; `.env` is what its workers need."""
     with contextlib.ExitStack() as stack:
-        yield WORLDS[scenario].services(stack, work)
+        chosen = WORLDS[scenario].services(stack, work)
+        if journal == "postgresql":
+            from experiments.services.postgres import TempCluster
+
+            chosen.database = Database(stack.enter_context(TempCluster()))
+        yield chosen
 
 
 def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
@@ -234,12 +424,6 @@ def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
                 os.environ[name] = value
 
     stack.callback(restore)
-
-
-def _write(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
 
 
 def _jsonl(path: Path, offset: int) -> Iterator[dict[str, Any]]:

@@ -20,6 +20,8 @@ from typing import Any
 from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
 
+from interlock.hooks import Hooks
+
 from experiments import crash, outcomes
 from experiments.atomic import write_json
 from experiments.gcp_resource.case import AGENT, AGENT_WRITER, INCIDENT_ID, JOB_FILE, LOG_FILE, WRITER_KEY, read_json
@@ -67,7 +69,7 @@ class SendLog:
 
 
 def deliver(system: str, phase: str, case_dir: Path, client: storage.Client,
-            hook: crash.Hook) -> tuple[str, dict[str, Any]]:
+            hook: Hooks) -> tuple[str, dict[str, Any]]:
     """Handle one delivery of the queued rollback; a message already acknowledged is not acted on again."""
     queue = JobQueue(case_dir)
     message = queue.take()

@@ -10,6 +10,7 @@ from typing import Any
 from google.cloud import storage
 
 from interlock import Effect, Gate, FileClaims
+from interlock.hooks import Hooks
 from interlock.receipts import verify
 from interlock.targets.gcs import GcsObjectTarget, generation_premise
 
@@ -25,7 +26,7 @@ RECEIPT_KEYS = ("valid", "tamper_evident", "signed", "happened", "happened_once"
 
 
 def submit(system: str, case_dir: Path, client: storage.Client, case: dict[str, Any], decision: dict[str, Any],
-           body: str) -> tuple[str, dict[str, Any]]:
+           body: str, hook: Hooks) -> tuple[str, dict[str, Any]]:
     """Submit the decided rollback; a restarted worker submits the same effect and the gate settles it."""
     bucket, name = case["bucket"], case["object"]
     effect = Effect(
@@ -40,7 +41,7 @@ def submit(system: str, case_dir: Path, client: storage.Client, case: dict[str, 
     if system == INTERLOCK_TTL:
         claims = TtlClaims(FileClaims(case_dir / f"{JOURNAL_FILE}.claims"), case_dir / f"{JOURNAL_FILE}.ttl")
     target = GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER})
-    outcome = Gate(journal, target, claims=claims, claim_wait=CLAIM_WAIT_SECONDS).submit(effect)
+    outcome = Gate(journal, target, claims=claims, claim_wait=CLAIM_WAIT_SECONDS, hooks=hook).submit(effect)
     entries = case_bundle(journal, effect.effect_id, case_dir / JOURNAL_FILE)["entries"]
     receipt = verify({"effect_id": effect.effect_id, "entries": entries})
     return outcome.status, {"effect_id": effect.effect_id,

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from experiments import crash
 from experiments.atomic import write_json
 from experiments.clients import storage_client
 from experiments.gcp_resource.case import CASE_FILE, DECISION_FILE, body, outcome_file, read_json
@@ -25,7 +26,8 @@ def run(system: str, phase: str, case_dir: Path) -> str:
     case = read_json(case_dir / CASE_FILE)
     decision = read_json(case_dir / DECISION_FILE)
     client = storage_client()
-    outcome, ids = SYSTEMS[system](system, phase, case_dir, client, case, decision, body(decision["to_version"]))
+    config = body(decision["to_version"])
+    outcome, ids = SYSTEMS[system](system, phase, case_dir, client, case, decision, config, crash.HOOK)
     write_json(case_dir / outcome_file(phase), {"outcome": outcome, "ids": ids, "settled_at": time.time()})
     return outcome
 

@@ -78,8 +78,16 @@ class TempCluster:
 
     def restart(self) -> None:
         """Stop (ending every session at once) and start again, as a database failover or reboot would."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self.stop_server()
         self.start()
+
+    def stop_server(self) -> None:
+        """Stop the server, keeping the cluster: every session ends and new ones are refused until `start()`."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def kill(self) -> None:
+        """Kill the server the way a crash would (no shutdown checkpoint: `start()` runs crash recovery)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def stop(self) -> None:
         """Stop the server and delete the cluster."""

@@ -1,39 +1,60 @@
-"""Claims in PostgreSQL: an epoch for fencing, a lease on the database clock, and a lock that dies with its owner.
+"""Claims in PostgreSQL: a lease in a table, on the server's clock, renewed by its holder while it works.
 
-A claim is a row (effect, epoch, lease expiry = now() + ttl) plus a session-level advisory lock keyed on the
-effect and the epoch, held by the claimant's own connection. Another process takes the claim over when the
-lease has expired (a paused or partitioned owner) or at once when that lock is no longer held (the owner's
-process died and PostgreSQL ended its session). Taking over bumps the epoch, and the journal refuses or
-demotes to LATE_RESULT every later write made under the old one.
+A claim is a row (effect, epoch, holder token, expiry = server time + ttl). The holder's background renewer
+extends the expiry every ttl/3 while the claim is held, sends included, so a slow send keeps its claim and a
+paused or partitioned holder loses it after at most `ttl`. Right before every request the holder confirms, in
+one round trip, that its epoch still owns the effect and the lease is live; the confirm extends the lease to a
+full `ttl` and marks the claim as in a request.
+
+Losing the database session does not free a claim: the session is not the holder. The holder's session also
+keeps an advisory lock for its epoch, and another process takes the claim over at once only when that lock is
+gone (the holder's process died, or its session did) *and* the claim is not in a request, so the holder, if it
+is alive after all, has no request in flight and will be refused by its next confirm or fenced journal write.
+A claim in a request whose holder's session is gone waits for its lease to expire, since the holder may be alive
+and its request on its way. Taking over bumps the epoch, and the journal refuses or demotes to LATE_RESULT every
+later write made under the old one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
+import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
 
 import psycopg
 
-from .journal import PgJournal
+from ..errors import JournalUnavailable
+from .journal import PgJournal, _first_line, reconnecting
 
 POLL_SECONDS = 0.005
-EPOCH_BITS = 16
-
-_CLAIM = "SELECT epoch, lock_key, expires <= now() FROM interlock_claims WHERE effect_id = %s FOR UPDATE"
+RENEWALS_PER_TTL = 3
+T = TypeVar("T")
 
 
 @dataclass
 class PgClaim:
-    """A held claim; release it, or let the owner's death (its session ending) release it."""
+    """A held claim on one effect; confirm it right before each request, release it when done."""
 
     effect_id: str
     epoch: int
-    lock_key: int
-    _claims: PgClaims | None
+    holder: str
+    taken: str  # how: new, released (by its last holder), expired (its lease ran out), holder_gone
+    _claims: PgClaims | None = field(repr=False)
+    lost: bool = False
+
+    def confirm(self) -> bool:
+        """Whether this epoch still owns the effect with a live lease, now extended to a full ttl (one round trip).
+
+        False when the claim was taken over, its lease ran out, the database cannot be reached, or the answer took
+        so long that the lease it confirms no longer covers a request: the caller must not send.
+        """
+        if self._claims is None or self.lost:
+            return False
+        return self._claims._confirm(self)
 
     def release(self) -> None:
         """Give the effect back; a claim already taken over is left to its new owner."""
@@ -49,88 +70,144 @@ class PgClaim:
 
 
 class PgClaims:
-    """Per-effect claims in the journal's database, each lasting at most `ttl` seconds unless its owner dies first."""
+    """Per-effect leases in the journal's database, each lasting `ttl` seconds past its holder's last renewal."""
 
     def __init__(self, journal: PgJournal, *, ttl: float = 30.0):
         self.journal = journal
         self.ttl = ttl
         self.owner = f"{os.getpid()}@{socket.gethostname()}"
-        self._conn = journal.connect()
-        self._held: set[int] = set()
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._held: dict[str, PgClaim] = {}
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        with self._lock:
+            self._session()
 
     def close(self) -> None:
-        """End the claims session, which frees every claim this process holds."""
-        self._conn.close()
+        """Stop renewing and end the claims session: held claims not in a request are free at once."""
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
 
     def acquire(self, effect_id: str, wait: float) -> PgClaim | None:
-        """Take the claim, waiting up to `wait` seconds for its owner to release it, die, or let its lease run out."""
+        """Take the claim, waiting up to `wait` seconds for its holder to release it, expire, or be gone.
+
+        Raises JournalUnavailable(sent=False) when the database cannot be reached.
+        """
         deadline = time.monotonic() + wait
+        holder = uuid.uuid4().hex
         while True:
-            claim = self._take(effect_id)
-            if claim is not None:
-                self.journal.fence(effect_id, claim.epoch)
+            epoch, taken = self._run(lambda conn: conn.execute(
+                "SELECT * FROM interlock_claim(%s, %s, %s, %s)",
+                (effect_id, holder, self.owner, self.ttl)).fetchone(), f"claim {effect_id}")
+            if epoch is not None:
+                claim = PgClaim(effect_id, epoch, holder, taken, self)
+                self.journal.fence(effect_id, epoch, holder)
+                with self._lock:
+                    self._held[effect_id] = claim
+                self._start_renewer()
                 return claim
             if time.monotonic() >= deadline:
                 return None
             time.sleep(POLL_SECONDS)
 
     def owner_of(self, effect_id: str) -> dict[str, Any] | None:
-        """The current claim row (epoch, owner, backend, expires), for reports; None if never claimed."""
-        row = self._session().execute(
-            "SELECT epoch, owner, backend, expires FROM interlock_claims WHERE effect_id = %s", (effect_id,)).fetchone()
-        return None if row is None else {"epoch": row[0], "owner": row[1], "backend": row[2], "expires": row[3]}
+        """The claim row (epoch, owner, expires: None once released, in_request, how it was taken), for reports."""
+        row = self._run(lambda conn: conn.execute(
+            "SELECT epoch, owner, backend, expires, expires IS NULL, in_request, taken, since"
+            " FROM interlock_claims WHERE effect_id = %s", (effect_id,)).fetchone(), f"claim {effect_id}")
+        if row is None:
+            return None
+        keys = ("epoch", "owner", "backend", "expires", "released", "in_request", "taken", "since")
+        return dict(zip(keys, row))
 
-    def _session(self) -> psycopg.Connection[Any]:
-        if self._conn.closed or self._conn.broken:
-            self._conn = self.journal.connect()
-            self._held.clear()  # the old session's locks went with it
-        return self._conn
-
-    def _take(self, effect_id: str) -> PgClaim | None:
-        conn = self._session()
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute("INSERT INTO interlock_claims (effect_id, epoch, lock_key, owner, backend, expires)"
-                        " VALUES (%s, 0, 0, '', 0, '-infinity') ON CONFLICT DO NOTHING", (effect_id,))
-            epoch, held_key, expired = cur.execute(_CLAIM, (effect_id,)).fetchone()
-            if not expired and self._owner_alive(cur, held_key):
-                return None
-            epoch += 1
-            key = lock_key(effect_id, epoch)
-            if not cur.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-                return None  # a stale holder of this very key (65536 takeovers ago) still lives: wait for the lease
-            try:
-                cur.execute("UPDATE interlock_claims SET epoch = %s, lock_key = %s, owner = %s,"
-                            " backend = pg_backend_pid(), expires = now() + make_interval(secs => %s)"
-                            " WHERE effect_id = %s", (epoch, key, self.owner, self.ttl, effect_id))
-            except BaseException:
-                cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
-                raise
-        self._held.add(key)
-        return PgClaim(effect_id, epoch, key, self)
-
-    def _owner_alive(self, cur: psycopg.Cursor[Any], key: int) -> bool:
-        """Whether the session of the claim's owner still holds its lock (a dead process's session is gone)."""
-        if key in self._held:
-            return True  # this very session: advisory locks are re-entrant, so probing would succeed
-        if not cur.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-            return True
-        cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        return False
+    def _confirm(self, claim: PgClaim) -> bool:
+        began = time.monotonic()
+        try:
+            row = self._run(lambda conn: conn.execute(
+                "UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s),"
+                " in_request = true WHERE effect_id = %s AND epoch = %s AND holder = %s"
+                " AND expires > clock_timestamp() RETURNING true",
+                (self.ttl, claim.effect_id, claim.epoch, claim.holder)).fetchone(), f"claim {claim.effect_id}")
+        except JournalUnavailable:
+            return False
+        if row is None:
+            claim.lost = True
+            return False
+        return time.monotonic() - began < self.ttl / RENEWALS_PER_TTL
 
     def _release(self, claim: PgClaim) -> None:
         self.journal.unfence(claim.effect_id, claim.epoch)
-        self._held.discard(claim.lock_key)
+        with self._lock:
+            if self._held.get(claim.effect_id) is claim:
+                del self._held[claim.effect_id]
         try:
-            with self._conn.transaction():
-                self._conn.execute("UPDATE interlock_claims SET expires = '-infinity'"
-                                   " WHERE effect_id = %s AND epoch = %s", (claim.effect_id, claim.epoch))
-                self._conn.execute("SELECT pg_advisory_unlock(%s)", (claim.lock_key,))
-        except psycopg.OperationalError:
-            pass  # the session is gone, and with it the lock: the claim is free already
+            self._run(lambda conn: conn.execute("SELECT interlock_release(%s, %s, %s)",
+                                                (claim.effect_id, claim.epoch, claim.holder)), "release")
+        except JournalUnavailable:
+            pass  # the lease runs out on its own; the session, and its lock, are gone already
+
+    def _start_renewer(self) -> None:
+        if self._renewer is None:
+            self._renewer = threading.Thread(target=self._renew_loop, name="interlock-pg-claims", daemon=True)
+            self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.ttl / RENEWALS_PER_TTL):
+            self._renew()
+
+    def _renew(self) -> None:
+        """Extend every held lease; a claim no longer ours (taken over, or expired while we could not renew) is lost."""
+        with self._lock:
+            held = list(self._held.values())
+        if not held:
+            return
+        try:
+            renewed = {row[0] for row in self._run(lambda conn: conn.execute(
+                "UPDATE interlock_claims c SET expires = clock_timestamp() + make_interval(secs => %s)"
+                " FROM unnest(%s::text[], %s::text[]) AS h(effect_id, holder)"
+                " WHERE c.effect_id = h.effect_id AND c.holder = h.holder AND c.expires > clock_timestamp()"
+                " RETURNING c.effect_id",
+                (self.ttl, [c.effect_id for c in held], [c.holder for c in held])).fetchall(), "renew")}
+        except JournalUnavailable:
+            return  # try again next time; confirm refuses a request while the database is out of reach
+        with self._lock:
+            for claim in held:
+                if claim.effect_id not in renewed and self._held.get(claim.effect_id) is claim:
+                    claim.lost = True
+                    del self._held[claim.effect_id]
+
+    def _run(self, statement: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
+        """Run one statement on the claims session, on a new one while the database is briefly away."""
+        with self._lock:
+            try:
+                return reconnecting(lambda: statement(self._session()))  # every claims statement is safe to repeat
+            except psycopg.Error as exc:
+                raise JournalUnavailable(f"{self.journal.path}: {what}: {_first_line(exc)}", sent=False) from None
+
+    def _session(self) -> psycopg.Connection[Any]:
+        """The claims session; a new one takes the advisory locks of every held claim again (caller holds _lock)."""
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        if self._stop.is_set():
+            raise psycopg.OperationalError("the claims were closed")
+        conn = self.journal.connect()
+        if self._held:
+            mine = ([c.effect_id for c in self._held.values()], [c.holder for c in self._held.values()])
+            conn.execute(_RELOCK, mine)
+            conn.execute(_REBIND, mine)
+        self._conn = conn
+        return conn
 
 
-def lock_key(effect_id: str, epoch: int) -> int:
-    """The advisory lock key of one epoch of one effect's claim: 48 bits of the effect, 16 of the epoch."""
-    effect_bits = int.from_bytes(hashlib.sha256(effect_id.encode()).digest()[:6], "big")
-    unsigned = (effect_bits << EPOCH_BITS) | (epoch & ((1 << EPOCH_BITS) - 1))
-    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
+# Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
+_RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"
+           " FROM interlock_claims c JOIN unnest(%s::text[], %s::text[]) AS h(effect_id, holder)"
+           " ON c.effect_id = h.effect_id AND c.holder = h.holder OFFSET 0) AS mine")
+_REBIND = ("UPDATE interlock_claims c SET backend = pg_backend_pid() FROM unnest(%s::text[], %s::text[])"
+           " AS h(effect_id, holder) WHERE c.effect_id = h.effect_id AND c.holder = h.holder")
+

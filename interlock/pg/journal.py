@@ -4,42 +4,64 @@ from __future__ import annotations
 
 import json
 import os
+import time
+import uuid
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from ..backends import safe_address
-from ..errors import ClaimLost, GuardFailed
+from ..canonical import canonical_bytes
+from ..errors import ClaimLost, GuardFailed, JournalUnavailable
 from ..journal import EffectRecord, encode, seal
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
-from .schema import APPEND_LOCK, DDL, LOCK_SPACE, SCHEMA_LOCK
+from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
 
 Guard = str | Callable[[], list[str]]
+RECONNECT_SECONDS = 3.0  # how long a call waits for the database to come back (a restart takes about a second)
+RECONNECT_POLL_SECONDS = 0.05
+T = TypeVar("T")
 _guarding: ContextVar[psycopg.Cursor[Any] | None] = ContextVar("interlock_pg_guarding", default=None)
 
 
 class PgJournal:
     """A journal in one PostgreSQL database, shared by any number of processes on any number of hosts.
 
-    Every append runs in one transaction that takes the journal's append lock, reads the head and the effect's
-    last entry, and inserts the sealed entry; unique constraints refuse a forked chain even from a writer that
-    skips the lock. An append for an effect whose claim this process holds is fenced on the claim's epoch.
+    An append is one round trip: `interlock_append` checks the writer's claim, takes the journal-wide lock, reads
+    the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
+    transaction commits without waiting for the disk, which frees the lock at once, and a second transaction in
+    the same round trip waits for the flush that makes the entry durable. Appends from many sessions so share
+    their flushes, and `append` returns only once its entry is durable. For that moment an entry is visible
+    before it is durable: a process taking over a claim from a live lease commits its takeover synchronously,
+    so it never decides on an entry a server crash could take back; only a reader without the claim (an export
+    taken in that instant) can see one. Unique constraints refuse a forked chain even from a writer that skips
+    the function. An append for an effect whose claim this process holds is fenced on the
+    claim's epoch. Every session pins READ COMMITTED, whatever the database's default, since each statement of
+    an append must see the entry committed just before it. Database failures surface as JournalUnavailable
+    (saying what is known of the effect's send) or ClaimLost, never as driver errors.
     """
 
     def __init__(self, url: str):
         self.url = url
-        self._conn = self.connect()
-        self._epochs: dict[str, int] = {}
+        self._epochs: dict[str, tuple[int, str]] = {}
+        self._sending: set[str] = set()
+        self._conn = self._guarded(self.connect, "connect", False)
+        self._guarded(self._create_schema, "create the journal's tables", False)
+
+    def _create_schema(self) -> None:
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
             self._conn.execute(DDL)
 
     def connect(self) -> psycopg.Connection[Any]:
-        """A new autocommit session on the journal's database."""
-        return psycopg.connect(self.url, autocommit=True)
+        """A new autocommit session on the journal's database, at READ COMMITTED whatever the database's default."""
+        conn = psycopg.connect(self.url, autocommit=True)
+        conn.execute("SET default_transaction_isolation = 'read committed'")
+        return conn
 
     @property
     def path(self) -> str:
@@ -59,7 +81,8 @@ class PgJournal:
     @property
     def head(self) -> tuple[int, str | None]:
         """(seq, hash) of the last entry in the database."""
-        row = self._session().execute("SELECT seq, hash FROM interlock_journal ORDER BY seq DESC LIMIT 1").fetchone()
+        row = self._read(lambda conn: conn.execute(
+            "SELECT seq, hash FROM interlock_journal ORDER BY seq DESC LIMIT 1").fetchone(), "head", None)
         return (row[0], row[1]) if row else (-1, None)
 
     def __len__(self) -> int:
@@ -72,7 +95,9 @@ class PgJournal:
         """Append one entry in its own transaction (durable at commit) and return it as stored.
 
         A resolution after the effect's resolution, or from a writer whose claim was taken over, is stored as
-        LATE_RESULT; any other write from such a writer raises ClaimLost and writes nothing.
+        LATE_RESULT; any other write from such a writer raises ClaimLost and writes nothing. JournalUnavailable
+        means the entry may or may not be stored: a send whose COMMITTED could not be written stays open for
+        recovery to settle.
         """
         return self._append(kind, effect_id, data, ())
 
@@ -88,33 +113,41 @@ class PgJournal:
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, read from the database."""
-        return _fold(self._session().cursor(), effect_id)
+        record = self._read(lambda conn: _fold(conn.cursor(), effect_id), f"effect {effect_id}", effect_id)
+        if record is not None and record.open_dispatch:
+            self._sending.add(effect_id)
+        return record
 
     def open_dispatches(self) -> list[EffectRecord]:
         """Effects whose last send has no resolution after it."""
-        cur = self._session().cursor()
-        ids = [row[0] for row in cur.execute(
-            "SELECT DISTINCT s.effect_id FROM interlock_journal s WHERE s.kind = ANY(%s) AND NOT EXISTS ("
-            " SELECT 1 FROM interlock_journal r WHERE r.effect_id = s.effect_id AND r.seq > s.seq"
-            " AND r.kind = ANY(%s))", (sorted(SENDS), sorted(RESOLUTIONS))).fetchall()]
-        records = [_fold(cur, eid) for eid in sorted(ids)]
-        return [r for r in records if r is not None and r.open_dispatch]
+        def read(conn: psycopg.Connection[Any]) -> list[EffectRecord]:
+            cur = conn.cursor()
+            ids = [row[0] for row in cur.execute(
+                "SELECT DISTINCT effect_id FROM interlock_journal WHERE kind = ANY(%s) AND interlock_open_send(effect_id)",
+                (sorted(SENDS),)).fetchall()]
+            records = [_fold(cur, eid) for eid in sorted(ids)]
+            return [r for r in records if r is not None and r.open_dispatch]
+
+        return self._read(read, "open dispatches", None)
 
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every entry in seq order, or one effect's."""
         if effect_id is None:
             return [json.loads(line) for line in self.lines()]
-        rows = self._session().execute(
-            "SELECT line FROM interlock_journal WHERE effect_id = %s ORDER BY seq", (effect_id,)).fetchall()
+        rows = self._read(lambda conn: conn.execute(
+            "SELECT line FROM interlock_journal WHERE effect_id = %s ORDER BY seq", (effect_id,)).fetchall(),
+            f"effect {effect_id}", effect_id)
         return [json.loads(row[0]) for row in rows]
 
     def lines(self) -> Iterator[str]:
-        """The stored lines in seq order, exactly as a JSONL journal holds them."""
-        conn = self._session()
-        with conn.transaction(), conn.cursor(name="interlock_export") as cur:
-            cur.execute("SELECT line FROM interlock_journal ORDER BY seq")
-            for (line,) in cur:
-                yield line
+        """The stored lines in seq order, exactly as a JSONL journal holds them (one snapshot, streamed)."""
+        try:
+            conn = self._session()
+            with conn.transaction(), conn.cursor(name="interlock_export") as cur:
+                cur.execute("SELECT line FROM interlock_journal ORDER BY seq")
+                yield from (line for (line,) in cur)
+        except psycopg.Error as exc:
+            raise JournalUnavailable(f"{self.path}: export: {_first_line(exc)}", sent=None) from None
 
     def export(self, path: str | os.PathLike[str]) -> int:
         """Write the whole journal as a JSONL file that `python -m interlock.receipts` verifies; returns entries."""
@@ -133,18 +166,18 @@ class PgJournal:
             sql.Identifier(column), sql.Identifier(table), sql.Identifier(key_column))
         cur = _guarding.get()
         if cur is None:
-            row = self._session().execute(query, (key,)).fetchone()
+            row = self._read(lambda conn: conn.execute(query, (key,)).fetchone(), f"{table}.{column}", None)
         else:
             row = cur.execute(query + sql.SQL(" FOR SHARE"), (key,)).fetchone()
         return None if row is None else row[0]
 
-    def fence(self, effect_id: str, epoch: int) -> None:
-        """From now on this process's writes for the effect hold only while `epoch` is the claim's epoch."""
-        self._epochs[effect_id] = epoch
+    def fence(self, effect_id: str, epoch: int, holder: str) -> None:
+        """From now on this process's writes for the effect hold only while this acquisition holds the claim."""
+        self._epochs[effect_id] = (epoch, holder)
 
     def unfence(self, effect_id: str, epoch: int) -> None:
         """The claim of `epoch` was given back."""
-        if self._epochs.get(effect_id) == epoch:
+        if self._epochs.get(effect_id, (None,))[0] == epoch:
             del self._epochs[effect_id]
 
     def _session(self) -> psycopg.Connection[Any]:
@@ -152,40 +185,81 @@ class PgJournal:
             self._conn = self.connect()
         return self._conn
 
+    def _read(self, query: Callable[[psycopg.Connection[Any]], T], what: str, effect_id: str | None) -> T:
+        return self._guarded(lambda: query(self._session()), what, None if effect_id in self._sending else False)
+
+    def _guarded(self, call: Callable[[], T], what: str, sent: bool | None) -> T:
+        """Run `call`, again on a new session while the database is briefly away (a restart, a terminated
+        session), then turn a driver error into JournalUnavailable that says what is known of the send."""
+        try:
+            return reconnecting(call)
+        except psycopg.Error as exc:
+            if exc.sqlstate == CLAIM_LOST:
+                raise ClaimLost(_first_line(exc)) from None
+            raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
+
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        conn = self._session()
-        with conn.pipeline(), conn.transaction():
-            late = self._fenced_out(conn, kind, effect_id)
-            if guards:
-                _check(conn, guards)
-            # The append lock is held from here to the commit: two round trips, the lock, head and effect sent as one.
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, APPEND_LOCK))
-            head_rows = conn.execute("SELECT seq, hash FROM interlock_journal ORDER BY seq DESC LIMIT 1")
-            effect_rows = conn.execute(_EFFECT, (effect_id,))
-            head = head_rows.fetchone()
-            seq, prev = (head[0] + 1, head[1]) if head else (0, None)
-            entry = seal(kind, effect_id, data, seq=seq, prev=prev, record=_record(effect_id, effect_rows.fetchall()),
-                         late=late)
-            conn.execute(
-                "INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, line)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (seq, effect_id, entry["kind"], prev, entry["effect_prev"], entry["hash"], entry.get("epoch"),
-                 encode(entry).decode()))
+        token = _token(data)
+        body, line = _template(kind, effect_id, data, token, late=False)
+        late_body, late_line = _template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS else (None, None)
+        epoch, holder = self._epochs.get(effect_id, (None, None))
+        params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
+
+        def attempt() -> tuple[str]:
+            conn = self._session()
+            cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
+            try:
+                if guards:
+                    conn.execute("BEGIN")
+                    _check(conn, guards)
+                    cur.execute(_APPEND, params)
+                else:
+                    cur.execute("BEGIN; " + _APPEND, params)
+                    cur.nextset()
+            except BaseException:
+                if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+            return cur.fetchone()
+
+        row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
+        entry = json.loads(row[0])
+        if entry["kind"] in SENDS:
+            self._sending.add(effect_id)
+        elif entry["kind"] in RESOLUTIONS:
+            self._sending.discard(effect_id)
         return entry
 
-    def _fenced_out(self, conn: psycopg.Connection[Any], kind: str, effect_id: str) -> bool:
-        """Whether this write comes from a claim that was taken over (the row stays locked until commit)."""
-        mine = self._epochs.get(effect_id)
-        if mine is None:
-            return False
-        row = conn.execute("SELECT epoch FROM interlock_claims WHERE effect_id = %s FOR SHARE",
-                           (effect_id,)).fetchone()
-        current = row[0] if row else None
-        if current == mine:
-            return False
-        if kind in RESOLUTIONS:
-            return True
-        raise ClaimLost(f"effect {effect_id}: claim epoch {mine} was taken over by epoch {current}; {kind} not written")
+    def _sent(self, kind: str, effect_id: str) -> bool | None:
+        """What a failed write leaves known of the effect's send: none (False) unless one may be out (None)."""
+        return None if kind in RESOLUTIONS or effect_id in self._sending else False
+
+
+# The append commits without waiting for the disk, which frees the journal-wide lock at once; the last statement is
+# a transaction that writes one WAL record and commits synchronously: its flush covers the append committed just
+# before it, so concurrent appends share flushes while none holds the lock across one, or across a round trip.
+_APPEND = ("SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s); COMMIT;"
+           " SELECT pg_logical_emit_message(true, 'interlock', 'flush')")
+_PLACED = ("seq", "ts", "prev", "effect_prev", "hash")
+
+
+def _token(data: dict[str, Any]) -> str:
+    """A placeholder prefix that appears nowhere in the entry's own data."""
+    while True:
+        token = f"@interlock-{uuid.uuid4().hex}-"
+        if token not in json.dumps(data, default=str):
+            return token
+
+
+def _template(kind: str, effect_id: str, data: dict[str, Any], token: str, *, late: bool) -> tuple[str, str]:
+    """The entry's canonical body (what its hash covers) and its stored line, with a placeholder for each field
+    only the database decides; laid out by the one `seal` every backend uses."""
+    entry = seal(kind, effect_id, data, seq=0, prev=None, record=None, late=late)
+    for name in _PLACED:
+        entry[name] = f"{token}{name}"
+    body = dict(json.loads(json.dumps(entry)))
+    del body["hash"]
+    return canonical_bytes(body).decode(), encode(entry).decode()
 
 
 def _check(conn: psycopg.Connection[Any], guards: Sequence[Guard]) -> None:
@@ -220,3 +294,22 @@ def _record(effect_id: str, rows: list[tuple[int, str]]) -> EffectRecord | None:
     for seq, line in rows:
         record.add(json.loads(line), seq)
     return record
+
+
+def reconnecting(call: Callable[[], T], seconds: float = RECONNECT_SECONDS) -> T:
+    """`call()`, tried again for up to `seconds` while the database refuses or drops the connection.
+
+    Only for calls that are safe to repeat: reads, and writes that recognise their own retry.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except psycopg.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(RECONNECT_POLL_SECONDS)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,13 +1,15 @@
-"""The tables, and the constraints that make the database itself refuse a forked chain or a second resolution."""
+"""The tables, the constraints that make the database itself refuse a forked chain or a second resolution, and the
+server-side functions that make an append, a claim and a release one round trip each."""
 
 from __future__ import annotations
 
-# pg_advisory_xact_lock(SCHEMA_LOCK, ...) keys: two-int4 keys, a space apart from the claims' bigint keys.
+# Advisory lock keys: two-int4 keys in LOCK_SPACE, a space apart from the claims' bigint keys.
 LOCK_SPACE = 0x1A7E
 SCHEMA_LOCK = 1
 APPEND_LOCK = 2
+CLAIM_LOST = "IL001"  # SQLSTATE of a fenced write: the writer's claim was taken over
 
-DDL = """
+DDL = f"""
 CREATE TABLE IF NOT EXISTS interlock_journal (
     seq         bigint PRIMARY KEY CHECK (seq >= 0),
     effect_id   text   NOT NULL,
@@ -16,6 +18,7 @@ CREATE TABLE IF NOT EXISTS interlock_journal (
     effect_prev text,
     hash        text   NOT NULL UNIQUE,
     epoch       bigint,
+    token       text,
     line        text   NOT NULL,
     CONSTRAINT only_the_first_entry_has_no_prev CHECK ((seq = 0) = (prev IS NULL))
 );
@@ -27,12 +30,162 @@ CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_resolution_per_effect
     ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS');
 CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (effect_id, seq);
 
+-- One row per claimed effect. `holder` names one acquisition (a random token), so two acquisitions never pass
+-- for each other even if a crash made the database forget one. `expires` is on the server's clock and NULL once
+-- released. `in_request` is set by the holder's confirm (right before a request) and cleared by release: while it
+-- is set, only the lease's expiry frees the claim, since a request may still be on its way.
 CREATE TABLE IF NOT EXISTS interlock_claims (
-    effect_id text        PRIMARY KEY,
-    epoch     bigint      NOT NULL,
-    lock_key  bigint      NOT NULL,
-    owner     text        NOT NULL,
-    backend   integer     NOT NULL,
-    expires   timestamptz NOT NULL
+    effect_id  text        PRIMARY KEY,
+    epoch      bigint      NOT NULL,
+    holder     text        NOT NULL,
+    owner      text        NOT NULL,
+    backend    integer     NOT NULL,
+    expires    timestamptz,
+    in_request boolean     NOT NULL,
+    taken      text        NOT NULL,
+    since      timestamptz NOT NULL
 );
+
+-- The session advisory lock a holder keeps for one epoch of one effect: 48 bits of the effect, 16 of the epoch.
+CREATE OR REPLACE FUNCTION interlock_lock_key(p_effect text, p_epoch bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (hashtextextended(p_effect, 0) & ~65535::bigint) | (p_epoch & 65535)
+$$;
+
+-- Whether the effect's last send has no resolution after it.
+CREATE OR REPLACE FUNCTION interlock_open_send(p_effect text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(max(seq) FILTER (WHERE kind IN ('DISPATCHED', 'REDISPATCHED')), -1)
+         > coalesce(max(seq) FILTER (WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')), -1)
+      FROM interlock_journal WHERE effect_id = p_effect
+$$;
+
+-- Take the claim if it is free, released, expired, or its holder is gone (its session's lock is free) with no
+-- request in flight. Returns the new epoch and how it was taken, or a NULL epoch while a live holder keeps it.
+CREATE OR REPLACE FUNCTION interlock_claim(p_effect text, p_holder text, p_owner text, p_ttl float8,
+                                           OUT r_epoch bigint, OUT r_taken text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    c interlock_claims%ROWTYPE;
+BEGIN
+    INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp())
+        ON CONFLICT DO NOTHING;
+    SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
+    IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
+        -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
+        PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
+        UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
+        r_epoch := c.epoch;
+        r_taken := c.taken;
+        RETURN;
+    ELSIF c.expires IS NULL THEN
+        r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
+    ELSIF c.expires <= clock_timestamp() THEN
+        r_taken := 'expired';
+    ELSIF c.backend = pg_backend_pid() THEN
+        RETURN;  -- held through this very session (advisory locks are re-entrant, so a probe would succeed)
+    ELSIF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch)) THEN
+        RETURN;  -- the holder's session still holds its lock
+    ELSE
+        PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, c.epoch));
+        IF c.in_request AND interlock_open_send(p_effect) THEN
+            RETURN;  -- a lost session is not a dead holder: its request may be in flight, so wait for the lease
+        END IF;
+        r_taken := 'holder_gone';
+    END IF;
+    IF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch + 1)) THEN
+        r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
+        RETURN;
+    END IF;
+    IF r_taken IN ('new', 'released') THEN
+        -- No wait for the disk: a claim a crash forgets is refused at its holder's first fenced, durable write.
+        -- A takeover from a live lease does wait: its flush makes durable every entry its decisions rest on.
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
+           expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
+           since = clock_timestamp()
+     WHERE effect_id = p_effect;
+    r_epoch := c.epoch + 1;
+END $$;
+
+CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_holder text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- a release lost with a crash only waits for the lease
+    UPDATE interlock_claims SET expires = NULL, in_request = false
+     WHERE effect_id = p_effect AND epoch = p_epoch AND holder = p_holder;
+    PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
+END $$;
+
+-- Append one entry. The client sends the entry's canonical body and its line with placeholders for what only the
+-- database decides (seq, ts, prev, effect_prev, hash) and, for a resolution, the LATE_RESULT form as well. The
+-- journal-wide lock is taken last and held only to the commit, which does not wait for the disk: the caller
+-- follows it with a synchronous transaction in the same round trip (see PgJournal).
+CREATE OR REPLACE FUNCTION interlock_append(p_effect text, p_kind text, p_epoch bigint, p_fence bigint,
+                                            p_holder text, p_token text, p_body text, p_line text,
+                                            p_late_body text, p_late_line text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_current interlock_claims%ROWTYPE;
+    v_late    boolean := false;
+    v_seq     bigint;
+    v_prev    text;
+    v_eprev   text;
+    v_ts      text;
+    v_body    text;
+    v_line    text;
+    v_hash    text;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller's next transaction waits for the flush
+    IF p_fence IS NOT NULL THEN
+        SELECT * INTO v_current FROM interlock_claims WHERE effect_id = p_effect FOR SHARE;
+        IF v_current.epoch IS DISTINCT FROM p_fence OR v_current.holder IS DISTINCT FROM p_holder THEN
+            IF p_late_body IS NULL THEN
+                RAISE EXCEPTION 'effect %: claim epoch % was taken over by epoch %; % not written',
+                    p_effect, p_fence, v_current.epoch, p_kind USING ERRCODE = '{CLAIM_LOST}';
+            END IF;
+            v_late := true;
+        END IF;
+    END IF;
+    PERFORM pg_advisory_xact_lock({LOCK_SPACE}, {APPEND_LOCK});  -- the journal-wide lock, to this commit
+    SELECT line INTO v_line FROM interlock_journal WHERE effect_id = p_effect AND token = p_token;
+    IF FOUND THEN
+        RETURN v_line;  -- a retry of an append that was stored before its answer was lost
+    END IF;
+    SELECT seq, hash INTO v_seq, v_prev FROM interlock_journal ORDER BY seq DESC LIMIT 1;
+    v_seq := coalesce(v_seq + 1, 0);
+    SELECT hash INTO v_eprev FROM interlock_journal WHERE effect_id = p_effect ORDER BY seq DESC LIMIT 1;
+    IF p_late_body IS NOT NULL AND NOT v_late THEN
+        v_late := EXISTS (SELECT 1 FROM interlock_journal
+                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS'));
+    END IF;
+    IF v_late THEN
+        v_body := p_late_body;
+        v_line := p_late_line;
+    ELSE
+        v_body := p_body;
+        v_line := p_line;
+    END IF;
+    v_ts := trim_scale(extract(epoch FROM clock_timestamp()))::text;
+    IF position('.' IN v_ts) = 0 THEN
+        v_ts := v_ts || '.0';
+    END IF;
+    v_body := replace(replace(replace(replace(v_body,
+        '"' || p_token || 'seq"', v_seq::text),
+        '"' || p_token || 'ts"', v_ts),
+        '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
+        '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null'));
+    v_hash := encode(sha256(convert_to(v_body, 'UTF8')), 'hex');
+    v_line := replace(replace(replace(replace(replace(v_line,
+        '"' || p_token || 'seq"', v_seq::text),
+        '"' || p_token || 'ts"', v_ts),
+        '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
+        '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null')),
+        '"' || p_token || 'hash"', to_json(v_hash)::text);
+    INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, token, line)
+         VALUES (v_seq, p_effect, CASE WHEN v_late THEN 'LATE_RESULT' ELSE p_kind END, v_prev, v_eprev, v_hash,
+                 p_epoch, p_token, v_line);
+    RETURN v_line;
+END $$;
 """

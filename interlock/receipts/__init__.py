@@ -16,7 +16,7 @@ from ..canonical import hash_holds
 from ..errors import BundleError
 from ..journal import Journal
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED, RESOLUTIONS, SENDS)
+                     REFUSED, RESOLUTIONS, SENDS, settles)
 from ..signing import checkpoint_statement, sign, signature_holds
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
@@ -209,14 +209,14 @@ def _order(entries: list[Any]) -> list[str]:
     open_send = resolved = False
     for i, entry in enumerate(entries):
         kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind in RESOLUTIONS and resolved:
+        if settles(entry) and resolved:
             problems.append(f"entries[{i}]: {kind} after the effect was already resolved")
         elif kind in (COMMITTED, AMBIGUOUS) and not open_send:
             problems.append(f"entries[{i}]: {kind} with no send open")
         if kind in SENDS:
             open_send = True
         elif kind in RESOLUTIONS:
-            open_send, resolved = False, True
+            open_send, resolved = False, resolved or settles(entry)
     return problems
 
 

@@ -1,4 +1,5 @@
-"""Google Calendar events as a tier-1 target: a client-chosen event id makes Calendar refuse a second insert."""
+"""Google Calendar events as a tier-1 target: a client-chosen event id makes Calendar refuse a second insert,
+which also fences a stray insert from a dead sender."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from googleapiclient.errors import HttpError
 
 from ..premises import NOT_SET, Premise
-from .base import TIER_DEDUPE, Rejected
+from .base import TIER_DEDUPE, Rejected, Unanswered
 
 
 def event_id_for(effect_id: str) -> str:
@@ -21,6 +22,7 @@ class CalendarEventTarget:
     name = "calendar-event"
     tier = TIER_DEDUPE
     can_lookup = True
+    fenced = True
 
     def __init__(self, service: Any, calendar_id: str):
         self.service = service
@@ -37,7 +39,7 @@ class CalendarEventTarget:
                 return {**_evidence(existing or {"id": body["id"]}), "already_existed": True}
             if 400 <= exc.resp.status < 500:
                 raise Rejected(f"{exc.resp.status} {exc.reason}") from exc
-            raise
+            raise Unanswered(f"{exc.resp.status} {exc.reason}") from exc
         return _evidence(event)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:

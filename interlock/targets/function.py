@@ -5,36 +5,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .base import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
+from ..errors import ConfigurationError
+from .base import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, validate_fencing
 
 
 @dataclass
 class FunctionTarget:
     """Wraps `send(effect_id, payload)`; its return value is kept as the effect's evidence.
 
-    The caller declares the tier, since only the caller knows whether its service dedupes on the effect id
-    (tier 1) or can be asked whether it landed (`lookup`, tier 2).
+    The caller declares what only it knows about its service: the tier (does it dedupe on the effect id, tier
+    1; can it be asked whether the effect landed, `find`, tier 2), and how a stray request from a dead sender is
+    kept from landing late: `fenced=True` (the service refuses it) or `in_flight=SECONDS` (the longest one can
+    still land; see `interlock.targets.base`). With `takes_epoch=True`, `send(effect_id, payload, epoch=...)`
+    receives the claim epoch to pass to a service that fences on it.
     """
 
     name: str
-    send: Callable[[str, dict[str, Any]], Any]
+    send: Callable[..., Any]
     tier: int = TIER_BLIND
     find: Callable[[str, dict[str, Any]], Any | None] | None = None
+    fenced: bool = False
+    in_flight: float | None = None
+    takes_epoch: bool = False
 
     def __post_init__(self) -> None:
         if self.tier not in (TIER_DEDUPE, TIER_LOOKUP, TIER_BLIND):
-            raise ValueError(f"tier must be 1, 2 or 3, got {self.tier!r}")
+            raise ConfigurationError(f"tier must be 1, 2 or 3, got {self.tier!r}")
         if self.tier == TIER_LOOKUP and self.find is None:
-            raise ValueError("a tier-2 target needs a lookup function")
+            raise ConfigurationError("a tier-2 target needs a lookup function")
+        validate_fencing(self.fenced, self.in_flight)
 
     @property
     def can_lookup(self) -> bool:
         """Whether recovery can ask the service before resending."""
         return self.find is not None
 
-    def apply(self, effect_id: str, payload: dict[str, Any]) -> Any:
-        """Call the wrapped function."""
-        return self.send(effect_id, payload)
+    def apply(self, effect_id: str, payload: dict[str, Any], **epoch: int) -> Any:
+        """Call the wrapped function (with `epoch=` when the target takes it)."""
+        return self.send(effect_id, payload, **epoch)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any | None:
         """Call the wrapped lookup."""

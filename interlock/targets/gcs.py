@@ -1,14 +1,17 @@
-"""Google Cloud Storage objects as a tier-2 target: no dedupe, but the version listing answers "did it land"."""
+"""Google Cloud Storage objects as a tier-2 target: no dedupe, but the version listing answers "did it land",
+and every write is fenced by `ifGenerationMatch` on the generation the effect was decided on."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from google.api_core.exceptions import NotFound, PreconditionFailed
+import requests
+from google.api_core.exceptions import NotFound, PreconditionFailed, ServerError
 from google.cloud import storage
 
+from ..errors import ConfigurationError
 from ..premises import Premise
-from .base import TIER_LOOKUP, Rejected
+from .base import TIER_LOOKUP, Rejected, Unanswered
 
 EFFECT_ID_KEY = "interlock_effect_id"
 
@@ -18,12 +21,14 @@ class GcsObjectTarget:
 
     Each write carries the effect id in custom metadata, so recovery can find it in the version listing
     (needs object versioning: without it a replaced write leaves no trace). Uploads are multipart with no
-    client retries: a retried conditional upload would turn "my write landed" into a 412.
+    client retries: a retried conditional upload would turn "my write landed" into a 412. Every payload carries
+    `if_generation_match`, so a stray write from a dead sender meets a 412 once anything else landed: fenced.
     """
 
     name = "gcs-object"
     tier = TIER_LOOKUP
     can_lookup = True
+    fenced = True
 
     def __init__(self, client: storage.Client, bucket: str, object_name: str, metadata: dict[str, str] | None = None):
         self.bucket = client.bucket(bucket)
@@ -35,11 +40,15 @@ class GcsObjectTarget:
         blob = self.bucket.blob(self.object_name)
         blob.metadata = {**self.metadata, EFFECT_ID_KEY: effect_id}
         match = payload.get("if_generation_match")
+        if match is None:
+            raise ConfigurationError("a GCS effect's payload needs if_generation_match: it is the write's fence")
         try:
             blob.upload_from_string(payload["body"], content_type=payload.get("content_type", "application/json"),
-                                    if_generation_match=None if match is None else int(match), retry=None)
+                                    if_generation_match=int(match), retry=None)
         except PreconditionFailed as exc:
             raise Rejected(f"412 precondition failed: ifGenerationMatch={match}", precondition=True) from exc
+        except (requests.ConnectionError, requests.Timeout, ServerError) as exc:
+            raise Unanswered(f"{type(exc).__name__}: {exc}") from exc
         return str(blob.generation)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> str | None:

@@ -18,12 +18,19 @@ REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "site" / "templates"
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+_CHECKOUT = str(REPO) + "/"
 
 
 def _finalize(value: object) -> object:
-    """Applied to every {{ expression }}: text from a run can never become Markdown or HTML."""
+    """Applied to every {{ expression }}: text from a run can never become Markdown or HTML, and a path inside the
+    checkout is shown relative to it, whichever stage wrote it."""
     if value is None:
         return Markup("null")
+    if isinstance(value, str) and not isinstance(value, Markup):
+        value = value.replace(_CHECKOUT, "")
     return inert(value)
 
 
@@ -38,6 +45,13 @@ def ident(value: str) -> Markup:
     """A name that goes into a shell command or code block verbatim, so it must be a plain identifier."""
     if not _IDENT.match(value):
         raise ValueError(f"not a plain identifier: {value!r}")
+    return Markup(value)
+
+
+def ident_path(value: str) -> Markup:
+    """A dotted module path that goes into a directive verbatim, so it must be nothing else."""
+    if not _DOTTED.match(value):
+        raise ValueError(f"not a dotted module path: {value!r}")
     return Markup(value)
 
 
@@ -135,7 +149,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(
-        plain=plain, ident=ident, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark, seconds=seconds,
+        plain=plain, ident=ident, ident_path=ident_path, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark,
+        seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
         truth_sources=truth_sources, tally=tally,
         column_title=column_title, figure=figure,

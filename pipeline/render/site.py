@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -12,16 +13,23 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..chart import Bar, settle_charts
+from ..chart import Series, bar_charts, settle_charts
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary, Tally
 from ..reliability import Reliability
-from .env import REPO, TEMPLATES, environment
+from . import findings, headline
+from .env import REPO, TEMPLATES, environment, repo_path
+from .headline import Verdict
 from .links import RunLinks, slug
 
 ASSETS = REPO / "site" / "assets"
+PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
+# The library's public surface for the API page: the package root, then modules whose names are a concept of
+# their own, when this checkout has them.
+API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.easy")
+BASELINES = ("no_check", "hand_check")
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,12 @@ class Run:
     links: RunLinks
     published: Mapping[str, Any] | None
     differences: tuple[Difference, ...]
+    top: Mapping[str, Any]  # the result file as stored
+    verdict: Verdict
+
+    @property
+    def raw_cells(self) -> list[Mapping[str, Any]]:
+        return self.top["cells"]
 
     @property
     def summaries(self) -> tuple[SystemSummary, ...]:
@@ -62,6 +76,7 @@ class PublishedOnly:
     figures: Mapping[str, Any]
     summaries: tuple[SystemSummary, ...]
     title: str
+    verdict: Verdict
     kind: str = "published figures only (no local run)"
     services: str = "real services (published)"
 
@@ -90,8 +105,58 @@ def _source(template: str) -> Markup:
     return Markup(f"site/templates/{template}")
 
 
+def _page_facts(name: str) -> Mapping[str, Any]:
+    """What the published page of a scenario states that its artifact file does not (site/data)."""
+    return json.loads(PUBLISHED_PAGES.read_text(encoding="utf-8"))["scenarios"].get(name, {})
+
+
+def _published_scenario(figures: Mapping[str, Any] | None) -> Scenario | None:
+    """The re-judged published run behind a scenario's published figures, when the pipeline gives one."""
+    scenario = figures.get("scenario") if figures else None
+    return scenario if isinstance(scenario, Scenario) else None
+
+
+def _published_side(figures: Mapping[str, Any] | None) -> headline.Side | None:
+    """The published run of a scenario: its re-judged file when the pipeline gives one, else its figures."""
+    judged = _published_scenario(figures)
+    if judged is not None:
+        return dataclasses.replace(headline.scenario_side(judged), title="published run")
+    return headline.published_side(figures) if figures else None
+
+
+def published_facts(name: str, figures: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Facts of a scenario's published run the pages state in words: its claim TTL and what it deleted after the
+    run, from its own file where the file holds them, else from what its page states."""
+    facts = dict(_page_facts(name))
+    judged = _published_scenario(figures)
+    if judged is not None:
+        if isinstance(judged.provenance.extra.get("claim_ttl"), (int, float)):
+            facts["claim_ttl_seconds"] = judged.provenance.extra["claim_ttl"]
+        cleanup = read(judged.source).value.get("cleanup")
+        if isinstance(cleanup, list) and cleanup:
+            facts["cleanup"] = {"seen": len(cleanup),
+                                "deleted": sum(bool(c.get("deleted")) for c in cleanup if isinstance(c, Mapping)),
+                                "cancelled": sum(c.get("status_after_delete") == "cancelled" for c in cleanup
+                                                 if isinstance(c, Mapping))}
+    return facts
+
+
+def _scenario_verdict(scenario: Scenario, figures: Mapping[str, Any] | None,
+                      raw_cells: Sequence[Mapping[str, Any]]) -> Verdict:
+    """A scenario page's verdict block: the published run (when one exists) beside this file's run."""
+    ours = headline.scenario_side(scenario)
+    theirs = _published_side(figures)
+    sides = [s for s in (theirs, ours) if s is not None]
+    ttl = published_facts(scenario.name, figures).get("claim_ttl_seconds")
+    settle = headline.settle_note([(side, ttl if side is theirs or scenario.provenance.published else None,
+                                    None if side is theirs else scenario.provenance.claim) for side in sides])
+    return headline.build(sides, [settle, headline.raced_slips(scenario),
+                                  headline.versioning_off(scenario, raw_cells)])
+
+
 def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[Run]:
-    """Each result file gets its own folder, named after the file so two runs of one scenario never collide."""
+    """Each result file gets its own folder, named after the file so two runs of one scenario never collide; the
+    shown source path is relative to the repository."""
     runs, taken = [], set()
     for scenario in sorted(scenarios, key=lambda s: (Path(s.source).name, s.source)):
         base = slug(Path(scenario.source).stem)
@@ -99,17 +164,52 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
         while name in taken:
             name, n = f"{base}-{n}", n + 1
         taken.add(name)
+        top = read(scenario.source).value
+        shown = dataclasses.replace(scenario, source=repo_path(scenario.source))
         figures = published.get(scenario.name)
-        differences = compare_published(scenario, published) if figures else ()
-        runs.append(Run(scenario, name, RunLinks(f"scenarios/{name}"), figures, differences))
+        differences = compare_published(shown, published) if figures else ()
+        runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, top,
+                        _scenario_verdict(shown, figures, top["cells"])))
     return runs
 
 
-def _comparison_rows(run: Run) -> list[dict[str, Any]]:
+def _home_verdict(runs: Sequence[Run], published: Mapping[str, Any]) -> Verdict:
+    """Home's verdict block: every system over every scenario, the published runs beside the project's own."""
+    local = [run for run in runs if not run.scenario.provenance.published]
+    rejudged = [run for run in runs if run.scenario.provenance.published]
+    sides = []
+    theirs = [side for name in sorted(published) if (side := _published_side(published[name]))]
+    if theirs:
+        sides.append(headline.Side("published runs", theirs[0].ran, True,
+                                   tuple(o for side in theirs for o in side.outcomes)))
+    mine = local or rejudged
+    if mine:
+        what = sorted({headline.ran(run.scenario.provenance)[0] for run in mine})
+        title = "this run" if local else "published runs, re-judged"
+        sides.append(headline.Side(title, "; ".join(what), False,
+                                   tuple(o for run in mine for o in headline.from_cells(run.scenario.cells))))
+    ttl = max((published_facts(name, figures).get("claim_ttl_seconds") or 0 for name, figures in published.items()),
+              default=0) or None
+    claim = mine[0].scenario.provenance.claim if mine else None
+    notes = [headline.settle_note([(side, ttl if side.real else None, None if side.real else claim)
+                                   for side in sides])]
+    for run in mine:
+        notes += [headline.raced_slips(run.scenario), headline.versioning_off(run.scenario, run.raw_cells)]
+    return headline.build(sides, notes)
+
+
+def _comparison_columns(run: Run) -> list[str]:
+    """The compared columns, those where the runs differ first (most differences first), then the rest in order."""
+    counts = {column: sum(1 for d in run.differences if d.column == column and d.kind == "value")
+              for column in COLUMNS}
+    return sorted(COLUMNS, key=lambda column: (-counts[column], COLUMNS.index(column)))
+
+
+def _comparison_rows(run: Run, columns: Sequence[str]) -> list[dict[str, Any]]:
     """One row per cell of either run, each column marked where the pipeline found a difference."""
     notes = {(d.fault, d.system, d.column): index for index, d in enumerate(run.differences, 1)}
     kinds = {(d.fault, d.system, d.column): d.kind for d in run.differences}
-    published_cells = {(c["fault"], c["system"]): c for c in run.published["cells"]}
+    published_cells = {(c["fault"], c["system"]): c for c in (run.published or {}).get("cells", [])}
     keys = list(published_cells) + [(c.fault, c.system) for c in run.scenario.cells
                                     if (c.fault, c.system) not in published_cells]
     rows = []
@@ -118,10 +218,11 @@ def _comparison_rows(run: Run) -> list[dict[str, Any]]:
         cell = run.scenario.cell(fault, system)
         ours = cell.as_json() if cell else {}
         values = []
-        for column in COLUMNS:
+        for column in columns:
             key = (fault, system, column)
             missing = (fault, system, "cell")
             values.append({
+                "column": column,
                 "published": theirs.get(column, "not run"), "ours": ours.get(column, "not run"),
                 "differs": kinds.get(key) == "value" or missing in kinds,
                 "note": notes.get(key) or notes.get(missing),
@@ -143,26 +244,83 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     folder = docs / run.links.folder
     scenario = run.scenario
     context = {"run": scenario, "links": run.links}
-    _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, **context)
+    facts = {
+        "receipts": findings.receipts(scenario), "failed_rechecks": findings.failed_rechecks(scenario),
+        "retry_commits": findings.retry_commits(scenario), "cuts": findings.cuts(scenario),
+        "ties": findings.ties_with_hand_check(scenario), "lookups": findings.lookups(scenario),
+        "change_only": findings.change_only(scenario), "expected": findings.expected_premises(scenario),
+        "evidence": findings.evidence(scenario, run.top, scenario.source),
+        "claim_kind": headline.claim_kind(scenario.provenance.claim),
+    }
+    _page(env, _template_for(scenario.name), folder / "index.md", published=run.published, verdict=run.verdict,
+          facts=facts, published_facts=published_facts(scenario.name, run.published),
+          disagreements=getattr(scenario, "disagreements", None), **context)
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
-        _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=COLUMNS,
-              rows=_comparison_rows(run), differences=run.differences, **context)
-    bars = [Bar(c.fault, c.system, c.seconds_to_settle) for c in scenario.cells]
-    for scheme, svg in settle_charts(bars).items():
+        columns = _comparison_columns(run)
+        _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=columns,
+              rows=_comparison_rows(run, columns), differences=run.differences,
+              disagreements=run.published.get("disagreements"), **context)
+    series = [Series(side.title, {system: [o.seconds for o in side.of(system) if o.seconds is not None]
+                                  for system in side.systems()}) for side in run.verdict.sides]
+    for scheme, svg in settle_charts(series).items():
         _write(folder / f"settle-{scheme}.svg", svg)
-    raw_cells = read(scenario.source).value["cells"]
     for cell in scenario.cells:
-        raw = json.dumps(raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
+        raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
         _write(folder / str(run.links.raw(cell)), raw)
+
+
+def _only_verdict(name: str, figures: Mapping[str, Any]) -> Verdict:
+    """The verdict block of a scenario with published figures and no run of this project."""
+    side = _published_side(figures)
+    assert side is not None
+    return headline.build([side], [headline.settle_note([(side, published_facts(name, figures).get(
+        "claim_ttl_seconds"), None)])])
 
 
 def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Path) -> None:
     cells = only.figures["cells"]
     grid = {(c["fault"], c["system"]): c for c in cells}
     _page(env, "published_only.md.j2", docs / only.links.folder / "index.md", name=only.name, figures=only.figures,
+          verdict=only.verdict,
           grid=grid, faults=list(dict.fromkeys(c["fault"] for c in cells)),
           systems=list(dict.fromkeys(c["system"] for c in cells)))
+
+
+def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path) -> dict[tuple[str, str], dict[str, Markup]]:
+    """One chart per benchmark table that has columns worth drawing; returns their image paths by (file, table)."""
+    images = {}
+    for bench in benchmarks:
+        for table in bench.tables:
+            if not table.chart:
+                continue
+            series = [Series(column, {row[0]: [v] if v is not None else [] for row, v in zip(table.rows, values)})
+                      for column, values in table.chart.items()]
+            name = f"bench-{slug(bench.name)}-{slug(table.title)}"
+            for scheme, svg in bar_charts(series, table.chart_unit or "value", table.chart_unit).items():
+                _write(docs / "assets" / "charts" / f"{name}-{scheme}.svg", svg)
+            images[(bench.name, table.title)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
+                                                 for scheme in ("light", "dark")}
+    return images
+
+
+def _api_modules() -> list[str]:
+    """The API page's modules that exist in this checkout."""
+    def exists(module: str) -> bool:
+        path = REPO.joinpath(*module.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    return [m for m in API_MODULES if exists(m)]
+
+
+def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
+    """Every cell of a system that is neither a baseline nor a gate configuration, per run that has one."""
+    found = []
+    for run in runs:
+        cells = [c for c in run.scenario.cells if c.system not in BASELINES and not c.system.startswith("interlock")]
+        if cells:
+            found.append((run, cells))
+    return found
 
 
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
@@ -178,16 +336,22 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     runs = _runs(scenarios, published)
     judged = {run.scenario.name for run in runs}
     only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
-                          _tally_figures(name, figures), figures["page"])
+                          _tally_figures(name, figures), figures["page"],
+                          _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
     for run in runs:
         _write_run(env, run, docs)
     for item in only:
         _write_published_only(env, item, docs)
     local = [run for run in runs if not run.scenario.provenance.published]
-    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local)
-    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks)
+    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
+          verdict=_home_verdict(runs, published))
+    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
+          bench_charts=_bench_charts(benchmarks, docs))
     _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
+    _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
+          peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
+    _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
         pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
@@ -198,5 +362,7 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     for item in only:
         nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
     nav.append({"Reliability": "reliability.md"})
+    nav.append({"Peers: DBOS, Powertools, Temporal": "peers.md"})
     nav.append({"Methodology, limits and benchmarks": "methodology.md"})
+    nav.append({"API reference": "api.md"})
     return nav

@@ -1,0 +1,185 @@
+"""What each system costs per effect, measured in one run on one disk: a direct call, Interlock's decorator on a JSONL
+journal, Interlock's gate on PostgreSQL, DBOS on SQLite and on PostgreSQL, Powertools idempotency on Redis.
+
+Every system wraps the same call: a local service that appends the effect to a file and fsyncs it before answering.
+Each is configured as the experiments run it (experiments.peers for the two peers). Per-effect median and p99 come
+from the one-worker run; effects per second from 1, 4 and 16 worker processes sharing the system's store, timed from
+a barrier after every worker finished its set-up (imports, DBOS launch, connections). The benchmark starts and
+deletes its own PostgreSQL cluster and redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import queue
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WORKERS = (1, 4, 16)
+EFFECTS = 320  # per run, split evenly between the workers
+RUN_DEADLINE_SECONDS = 600.0
+SYSTEMS = ("direct", "interlock_decorator_jsonl", "interlock_gate_postgresql", "dbos_sqlite", "dbos_postgresql",
+           "powertools_redis")
+BACKENDS = {
+    "direct": "none: the call itself",
+    "interlock_decorator_jsonl": "interlock.Interlock (@app.effect) on one JSONL journal with file claims",
+    "interlock_gate_postgresql": "interlock.Gate on the PostgreSQL journal and claims",
+    "dbos_sqlite": "one @DBOS.workflow with one @DBOS.step, SQLite system database",
+    "dbos_postgresql": "one @DBOS.workflow with one @DBOS.step, PostgreSQL system database",
+    "powertools_redis": "@idempotent_function behind a Lambda handler, RedisCachePersistenceLayer",
+}
+
+
+def _service(path: Path) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """The one call every system wraps: append the effect and fsync before answering, as a durable service would."""
+
+    def send(effect_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        with open(path, "a") as out:
+            out.write(json.dumps({"effect_id": effect_id, **payload}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        return {"stored": effect_id}
+
+    return send
+
+
+def _caller(system: str, address: str, folder: Path, worker: int) -> Callable[[str], None]:
+    """Set the system up in this process and return the call that makes one effect through it."""
+    send = _service(folder / f"service-{worker}.jsonl")
+    if system == "direct":
+        return lambda key: _expect(send(key, {"key": key}), {"stored": key})
+    if system == "interlock_decorator_jsonl":
+        from interlock.easy import Interlock
+
+        app = Interlock(address)
+
+        @app.effect(key=lambda key: key)
+        def act(key: str, effect_id: str) -> dict[str, Any]:
+            return send(effect_id, {"key": key})
+
+        return lambda key: _expect(act(key).status, "COMMITTED")
+    if system == "interlock_gate_postgresql":
+        from interlock import Effect, FunctionTarget, Gate
+        from interlock.backends import open_journal
+
+        journal, claims = open_journal(address)
+        gate = Gate(journal, FunctionTarget("bench", send), claims=claims)
+        return lambda key: _expect(gate.submit(Effect(key, {"key": key})).status, "COMMITTED")
+    if system.startswith("dbos"):
+        from experiments.peers import dbos_step
+
+        dbos_step.launch(address, f"bench-{worker}", lambda request: ("WRITTEN", send(request["key"], request)))
+        return lambda key: _expect(dbos_step.start(key, {"key": key})["outcome"], "WRITTEN")
+    from experiments.peers import powertools_idempotent as powertools
+
+    handler = powertools.handler_for(lambda request: ("WRITTEN", send(request["key"], request)),
+                                     powertools.store(address), powertools.config())
+    return lambda key: _expect(handler({"job_id": key, "request": {"key": key}},
+                                       powertools.LambdaContext())["outcome"], "WRITTEN")
+
+
+def _expect(got: Any, want: Any) -> None:
+    if got != want:
+        raise RuntimeError(f"an effect did not go through: {got!r}, expected {want!r}")
+
+
+def _worker(system: str, address: str, folder: str, worker: int, keys: list[str], start: Any, done: Any) -> None:
+    call = _caller(system, address, Path(folder), worker)
+    start.wait()
+    began = time.time()
+    latencies = []
+    for key in keys:
+        t = time.perf_counter()
+        call(key)
+        latencies.append(time.perf_counter() - t)
+    done.put((began, time.time(), latencies))
+
+
+def _run(system: str, address: str, folder: Path, workers: int, run: str) -> tuple[float, list[float]]:
+    """Effects per second over all workers, and every effect's latency."""
+    context = multiprocessing.get_context("spawn")
+    start, done = context.Barrier(workers), context.Queue()
+    share = EFFECTS // workers
+    procs = [context.Process(target=_worker, args=(system, address, str(folder), w,
+                                                   [f"{run}-{w}-{i}" for i in range(share)], start, done))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    try:
+        results = _collect(done, procs)
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+    latencies = [x for r in results for x in r[2]]
+    if len(latencies) != share * workers:
+        raise RuntimeError(f"{run}: {len(latencies)} of {share * workers} effects timed")
+    return round(len(latencies) / (max(r[1] for r in results) - min(r[0] for r in results)), 1), latencies
+
+
+def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float]]]:
+    """Each worker's figures; a worker that died (its set-up failed) stops the run at once, not at a timeout."""
+    results: list[tuple[float, float, list[float]]] = []
+    deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+    while len(results) < len(procs):
+        try:
+            results.append(done.get(timeout=0.5))
+        except queue.Empty:
+            failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                raise RuntimeError(f"a benchmark worker failed (exit codes {failed}) or the run passed "
+                                   f"{RUN_DEADLINE_SECONDS:.0f}s") from None
+    return results
+
+
+def _address(system: str, folder: Path, cluster: Any, redis_url: str) -> str:
+    if system == "interlock_decorator_jsonl":
+        return str(folder / "journal.jsonl")
+    if system == "interlock_gate_postgresql":
+        return cluster.create_database(f"interlock_{folder.name}")
+    if system == "dbos_sqlite":
+        return f"sqlite:///{folder / 'dbos_system.sqlite'}"
+    if system == "dbos_postgresql":
+        return cluster.create_database(f"dbos_{folder.name}")
+    return redis_url if system == "powertools_redis" else ""
+
+
+def run() -> dict[str, Any]:
+    """Every system at every worker count, interleaved by count so all see the same machine state."""
+    from experiments.services.postgres import TempCluster
+    from experiments.services.redis import RedisServer
+
+    figures: dict[str, dict[str, Any]] = {s: {"backend": BACKENDS[s], "effects_per_second": {}} for s in SYSTEMS}
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, TempCluster() as cluster, \
+            RedisServer() as redis_server:
+        for workers in WORKERS:
+            for system in SYSTEMS:
+                folder = Path(tmp) / f"w{workers}_{system}"
+                folder.mkdir()
+                address = _address(system, folder, cluster, redis_server.url)
+                rate, latencies = _run(system, address, folder, workers, f"{system}-{workers}")
+                figures[system]["effects_per_second"][str(workers)] = rate
+                if workers == 1:
+                    figures[system]["median_ms"] = round(statistics.median(latencies) * 1e3, 3)
+                    figures[system]["p99_ms"] = round(statistics.quantiles(latencies, n=100)[98] * 1e3, 3)
+    direct = figures["direct"]["median_ms"]
+    for system in SYSTEMS:
+        figures[system]["added_median_ms"] = round(figures[system]["median_ms"] - direct, 3)
+    interlock, dbos = figures["interlock_decorator_jsonl"], figures["dbos_sqlite"]
+    return {
+        "note": "one worker process per concurrent worker; every effect fsyncs the service's file; the systems "
+                "commit durably as configured (Interlock fsyncs its journal, DBOS and PostgreSQL their defaults)",
+        "effects_per_run": EFFECTS,
+        "cpus": os.cpu_count(),
+        "systems": figures,
+        "interlock_decorator_over_dbos_sqlite_median": round(interlock["median_ms"] / dbos["median_ms"], 3),
+        "interlock_decorator_over_dbos_sqlite_added": round(interlock["added_median_ms"] / dbos["added_median_ms"], 3),
+        "target_ratio_at_most": 0.2,
+    }

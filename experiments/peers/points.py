@@ -1,0 +1,30 @@
+"""Where a peer's write reaches the experiments' crash points: the same names every other system reaches.
+
+A first delivery reaches `before_send` right before its request and `after_commit` once the service answered; a
+restarted worker's resend (DBOS recovery rerunning the step, Powertools running the call again) reaches
+`recovery_before_resend` and `recovery_after_resend`. A peer has no last look of its own, so the point right
+before the request is the one every system pauses at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interlock import killpoints
+
+
+@dataclass(frozen=True)
+class Points:
+    """The crash hook of one worker phase."""
+
+    phase: str
+    reach: Callable[[str], None]
+
+    def before_request(self) -> None:
+        """Right before the request leaves."""
+        self.reach(killpoints.BEFORE_SEND if self.phase == "decide" else killpoints.RECOVERY_BEFORE_RESEND)
+
+    def after_answer(self) -> None:
+        """The service answered; nothing is recorded yet."""
+        self.reach(killpoints.AFTER_COMMIT if self.phase == "decide" else killpoints.RECOVERY_AFTER_RESEND)

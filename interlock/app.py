@@ -1,0 +1,426 @@
+"""`Interlock`: the one way in. Open a journal, decorate the functions that act on the world, recover after a crash.
+
+    from interlock import Interlock, current_effect
+
+    with Interlock("journal.jsonl") as app:          # or Interlock("postgresql://...")
+
+        @app.effect(name="book", key=lambda rid, start, end: f"booking:{rid}",
+                    lease=lambda rid, start, end: request_is_live(rid),
+                    facts={"other_events_in_slot": lambda rid, start, end: events_between(start, end)},
+                    expect={"other_events_in_slot": []}, tier=1, lookup=find_booking)
+        def book(rid: str, start: str, end: str) -> dict:
+            return insert_event(id=current_effect(), start=start, end=end)
+
+        seen = events_between(start, end)             # what the agent looked at when it decided
+        outcome = book("r1", start, end, observed={"other_events_in_slot": seen})
+        app.recover()                                 # after a crash: settle every open effect
+
+A decorated function is called like the function it wraps and returns an `Outcome` instead of its value (the
+value is the outcome's `evidence`). Every callable given to `effect` (key, lease, facts, expect, lookup) receives
+the call's own arguments.
+
+**Premises are the values the agent saw.** The caller passes them as `observed={fact: value}` (a keyword the
+decorator reserves) and they are journaled as the decision, then compared with each fact's reader before every
+send and at recovery. A fact with no observed value is an error, unless the effect was declared with
+`read_at_call=True`: then it is read when the call is made. That read protects against a change between the call
+and the send, not against one between the agent's decision and the call: the call may already be too late.
+`expect` pins a fact to a value (or to a callable's value, evaluated at decision time), whatever was observed.
+
+Typed code that wants the checker to see `observed` passes it as `book.decided_on({...})(rid, start, end)`, the
+same call with the wrapped function's own parameter types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import os
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, ParamSpec, overload
+
+from ._protocols import ClaimsLike, JournalLike
+from .backends import open_journal
+from .claims import DEFAULT_TTL
+from .effects import Effect, proposal
+from .errors import ConfigurationError, DuplicateAction
+from .gate import Gate
+from .hooks import NO_HOOKS, Hooks
+from .leases import CallableLease, Lease
+from .outcomes import Outcome, Status
+from .premises import NOT_SET, Premise
+from .targets.base import TIER_BLIND, TIER_LOOKUP
+from .targets.function import FunctionTarget
+
+P = ParamSpec("P")
+OBSERVED = "observed"
+
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("interlock_current_effect")
+_bridge: contextvars.ContextVar[_Bridge] = contextvars.ContextVar("interlock_bridge")
+
+
+def current_effect() -> str:
+    """The id of the effect being sent or looked up, for the decorated function and its lookup.
+
+    A service that dedupes (tier 1) or answers lookups (tier 2) needs the effect id stored with the write; this
+    is how the function gets it without a parameter of its own.
+    """
+    try:
+        return _current.get()
+    except LookupError:
+        raise ConfigurationError("current_effect() is set only inside a gated send or lookup") from None
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """An open effect recovery could not settle now, and why."""
+
+    effect_id: str
+    action: str | None
+    reason: str
+    outcome: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What `recover()` did: the outcome of every effect it settled, and every open effect it could not settle."""
+
+    settled: list[Outcome] = field(default_factory=list)
+    unsettled: list[Unsettled] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether nothing is left open."""
+        return not self.unsettled
+
+
+class _Bridge:
+    """Runs a caller's callable from the gate's thread, awaiting it when it is async.
+
+    An async action runs the gate in a worker thread, and the caller's coroutines on the caller's own event loop;
+    a sync action (or recovery called without a loop) awaits them in a fresh loop.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None):
+        self.loop = loop
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        return self.wait(result) if inspect.isawaitable(result) else result
+
+    def wait(self, awaitable: Awaitable[Any]) -> Any:
+        coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaiting(awaitable)
+        if self.loop is None:
+            return asyncio.run(coroutine)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+
+async def _awaiting(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+class _Spec:
+    """One registered action: how to build its effect from a call, and the gate that sends it."""
+
+    def __init__(self, app: Interlock, name: str, fn: Callable[..., Any], *, key: Callable[..., str],
+                 lease: Callable[..., Any] | None, facts: Mapping[str, Callable[..., Any]],
+                 expect: Mapping[str, Any], read_at_call: bool, tier: int, lookup: Callable[..., Any] | None,
+                 fenced: bool, in_flight: float | None):
+        self.app, self.name, self.fn = app, name, fn
+        self.key, self.lease, self.facts, self.expect = key, lease, dict(facts), dict(expect)
+        self.read_at_call = read_at_call
+        self.lookup = lookup
+        self.signature = inspect.signature(fn)
+        target = FunctionTarget(name, self._send, tier=tier, find=self._find if lookup else None, fenced=fenced,
+                                in_flight=in_flight)
+        self.gate = Gate(app.journal, target, claims=app.claims, claim_wait=app.claim_wait, hooks=app.hooks)
+
+    def submit(self, bridge: _Bridge, args: tuple[Any, ...], kwargs: dict[str, Any],
+               observed: Mapping[str, Any] | None) -> Outcome:
+        self.signature.bind(*args, **kwargs)  # a call the function itself would refuse fails here, before anything
+        _bridge.set(bridge)  # this call's context only: concurrent async calls each keep their own
+        decided = self._decided(bridge, args, kwargs, observed)
+        expect = {fact: bridge.call(value, *args, **kwargs) if callable(value) else value
+                  for fact, value in self.expect.items()}
+        return self.gate.submit(self._effect(args, kwargs, decided, expect))
+
+    def recover(self, bridge: _Bridge, effect_id: str, entry: dict[str, Any]) -> Outcome:
+        _bridge.set(bridge)
+        payload = entry["effect"]
+        args, kwargs = tuple(payload.get("args", [])), dict(payload.get("kwargs", {}))
+        effect = self._effect(args, kwargs, entry.get("premises", {}), entry.get("expect", {}))
+        if effect.effect_id != effect_id:
+            raise ConfigurationError(f"the key of {self.name!r} gives effect {effect.effect_id} for the journaled "
+                                     f"arguments of {effect_id}: it must depend on the arguments alone")
+        return self.gate.recover(effect)
+
+    def _decided(self, bridge: _Bridge, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 observed: Mapping[str, Any] | None) -> dict[str, Any]:
+        observed = dict(observed or {})
+        unknown = sorted(set(observed) - set(self.facts))
+        if unknown:
+            raise ConfigurationError(f"{self.name}: observed names facts that are not declared: {unknown}")
+        for fact, read in self.facts.items():
+            if fact not in observed:
+                if not self.read_at_call:
+                    raise ConfigurationError(
+                        f"{self.name}: fact {fact!r} has no observed value; pass observed={{{fact!r}: ...}} with "
+                        "the value the decision was made on, or declare the effect with read_at_call=True")
+                observed[fact] = bridge.call(read, *args, **kwargs)
+        return observed
+
+    def _effect(self, args: tuple[Any, ...], kwargs: dict[str, Any], decided: Mapping[str, Any],
+                expect: Mapping[str, Any]) -> Effect:
+        premises = [Premise(fact, functools.partial(self._read, read, args, kwargs), decided=decided.get(fact),
+                            expect=expect.get(fact, NOT_SET)) for fact, read in self.facts.items()]
+        payload: dict[str, Any] = {"action": self.name, "args": list(args)}
+        if kwargs:
+            payload["kwargs"] = kwargs
+        return Effect(self.key(*args, **kwargs), payload, premises, self._lease(args, kwargs), self.app.agent)
+
+    def _read(self, read: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return _bridge.get().call(read, *args, **kwargs)
+
+    def _lease(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Lease | None:
+        lease = self.lease
+        if lease is None:
+            return None
+
+        def answer() -> Any:
+            return _bridge.get().call(lease, *args, **kwargs)
+
+        def described() -> Any:
+            found = answer()
+            return found.describe() if isinstance(found, Lease) else None
+
+        return CallableLease(lambda: _live(answer()), described)
+
+    def _send(self, effect_id: str, payload: dict[str, Any]) -> Any:
+        return self._in_effect(effect_id, self.fn, payload)
+
+    def _find(self, effect_id: str, payload: dict[str, Any]) -> Any:
+        assert self.lookup is not None
+        return self._in_effect(effect_id, self.lookup, payload)
+
+    def _in_effect(self, effect_id: str, fn: Callable[..., Any], payload: dict[str, Any]) -> Any:
+        args, kwargs = payload.get("args", []), payload.get("kwargs", {})
+        bridge = _bridge.get()
+        if inspect.iscoroutinefunction(fn):
+            return bridge.wait(_with_effect(effect_id, fn, args, kwargs))
+        token = _current.set(effect_id)
+        try:
+            return bridge.call(fn, *args, **kwargs)
+        finally:
+            _current.reset(token)
+
+
+async def _with_effect(effect_id: str, fn: Callable[..., Awaitable[Any]], args: list[Any],
+                       kwargs: dict[str, Any]) -> Any:
+    token = _current.set(effect_id)
+    try:
+        return await fn(*args, **kwargs)
+    finally:
+        _current.reset(token)
+
+
+def _live(answer: Any) -> bool:
+    return answer.is_live() if isinstance(answer, Lease) else bool(answer)
+
+
+class Action(Generic[P]):
+    """A gated function: called like the function it wraps, it returns the effect's `Outcome`."""
+
+    def __init__(self, spec: _Spec):
+        self._spec = spec
+        functools.update_wrapper(self, spec.fn)
+
+    @property
+    def name(self) -> str:
+        """The action's stable name, journaled with every effect: what recovery finds it by."""
+        return self._spec.name
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Outcome:
+        observed = kwargs.pop(OBSERVED, None)
+        return self._spec.submit(_Bridge(None), args, kwargs, observed)  # type: ignore[arg-type]
+
+    def decided_on(self, observed: Mapping[str, Any]) -> Callable[P, Outcome]:
+        """The same call, with the values the decision was made on, in a form a type checker follows."""
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> Outcome:
+            return self._spec.submit(_Bridge(None), args, kwargs, observed)
+
+        return call
+
+
+class AsyncAction(Generic[P]):
+    """A gated `async def`: awaited like the coroutine function it wraps, it gives the effect's `Outcome`.
+
+    The journal's writes and fsyncs run in a worker thread, so the event loop keeps serving while they happen;
+    the wrapped coroutine, its facts and its lookup run on the caller's loop.
+    """
+
+    def __init__(self, spec: _Spec):
+        self._spec = spec
+        functools.update_wrapper(self, spec.fn)
+
+    @property
+    def name(self) -> str:
+        """The action's stable name, journaled with every effect: what recovery finds it by."""
+        return self._spec.name
+
+    async def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Outcome:
+        observed = kwargs.pop(OBSERVED, None)
+        return await self._submit(args, kwargs, observed)  # type: ignore[arg-type]
+
+    def decided_on(self, observed: Mapping[str, Any]) -> Callable[P, Coroutine[Any, Any, Outcome]]:
+        """The same call, with the values the decision was made on, in a form a type checker follows."""
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> Outcome:
+            return await self._submit(args, kwargs, observed)
+
+        return call
+
+    async def _submit(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      observed: Mapping[str, Any] | None) -> Outcome:
+        bridge = _Bridge(asyncio.get_running_loop())
+        return await asyncio.to_thread(self._spec.submit, bridge, args, kwargs, observed)
+
+
+class Interlock:
+    """One journal and its claims, shared by every action registered on it.
+
+    `address` is a path (a JSONL journal with file claims beside it) or a `postgresql://` URL (the PostgreSQL
+    journal and claims). `claim_wait` is how long a call waits for another process holding the same effect, and
+    for a request to an unfenced service that may still land; 0 fails fast with IN_FLIGHT. `claim_ttl` bounds how
+    long a stopped holder keeps a claim. `hooks` receives the gate's fault points (`interlock.hooks`), for tests.
+    """
+
+    def __init__(self, address: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0,
+                 claim_ttl: float = DEFAULT_TTL, hooks: Hooks = NO_HOOKS):
+        journal, claims = open_journal(address, claim_ttl=claim_ttl)
+        self.journal: JournalLike = journal
+        self.claims: ClaimsLike = claims
+        self.agent = agent
+        self.claim_wait = claim_wait
+        self.hooks = hooks
+        self._specs: dict[str, _Spec] = {}
+
+    def close(self) -> None:
+        """Close the journal and the claims' connections."""
+        for resource in (self.claims, self.journal):
+            close = getattr(resource, "close", None)
+            if close is not None:
+                close()
+
+    def __enter__(self) -> Interlock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def effect(
+        self,
+        *,
+        key: Callable[..., str],
+        name: str | None = None,
+        lease: Callable[..., Any] | None = None,
+        facts: Mapping[str, Callable[..., Any]] | None = None,
+        expect: Mapping[str, Any] | None = None,
+        read_at_call: bool = False,
+        tier: int | None = None,
+        lookup: Callable[..., Any] | None = None,
+        fenced: bool = False,
+        in_flight: float | None = None,
+    ) -> _Decorator:
+        """Gate the decorated function (sync or `async def`).
+
+        `key` names the request, so a retried call is the same effect; `name` (default: the function's
+        qualified name) is the stable action name recovery finds its effects by: two actions with one name are
+        an error. `lease` returns whether the authority is live (or a `Lease`). `facts` read each premise now;
+        `expect` pins some of them. `tier`: 1 when the service dedupes on the effect id, 2 when `lookup` can find
+        the effect (the default with a lookup), 3 otherwise. `fenced=True` when the service refuses a stray
+        request from a dead sender, or `in_flight=SECONDS`, the longest one can still land (see
+        `interlock.targets.base`). The function and `lookup` get the effect id from `current_effect()`.
+        """
+        facts = dict(facts or {})
+        expect = dict(expect or {})
+        unknown = sorted(set(expect) - set(facts))
+        if unknown:
+            raise ConfigurationError(f"expect names facts that are not declared: {unknown}")
+        level = tier if tier is not None else (TIER_LOOKUP if lookup is not None else TIER_BLIND)
+
+        def decorate(fn: Callable[P, Any]) -> Any:
+            action = name or fn.__qualname__
+            if action in self._specs:
+                raise DuplicateAction(f"an action named {action!r} is registered already; give each one its own name=")
+            if OBSERVED in inspect.signature(fn).parameters:
+                raise ConfigurationError(f"{action}: the parameter name {OBSERVED!r} is reserved for the decision's "
+                                         "premises")
+            spec = _Spec(self, action, fn, key=key, lease=lease, facts=facts, expect=expect,
+                         read_at_call=read_at_call, tier=level, lookup=lookup, fenced=fenced, in_flight=in_flight)
+            self._specs[action] = spec
+            return AsyncAction(spec) if inspect.iscoroutinefunction(fn) else Action(spec)
+
+        return _Decorator(decorate)
+
+    def recover(self) -> Recovered:
+        """Settle every open effect it can; report the others (another holder, a request still in flight, an
+        action not registered here, a failure) each with its reason. Async actions run in a fresh event loop;
+        inside a running loop, await `arecover()` instead."""
+        return self._recover(_Bridge(None))
+
+    async def arecover(self) -> Recovered:
+        """`recover()` for code running in an event loop: async actions run on this loop."""
+        return await asyncio.to_thread(self._recover, _Bridge(asyncio.get_running_loop()))
+
+    def _recover(self, bridge: _Bridge) -> Recovered:
+        settled: list[Outcome] = []
+        unsettled: list[Unsettled] = []
+        for record in self.journal.open_dispatches():
+            eid = record.effect_id
+            entry = proposal(self.journal, eid)
+            action = entry["effect"].get("action") if entry and isinstance(entry.get("effect"), dict) else None
+            spec = self._specs.get(action) if isinstance(action, str) else None
+            if spec is None:
+                unsettled.append(Unsettled(eid, action, f"no action named {action!r} is registered on this app"))
+                continue
+            try:
+                outcome = spec.recover(bridge, eid, entry or {})
+            except Exception as exc:  # one effect that cannot be rebuilt must not stop the others
+                unsettled.append(Unsettled(eid, action, f"{type(exc).__name__}: {exc}"))
+                continue
+            self.journal.refresh()
+            now = self.journal.effect(eid)
+            if now is not None and now.open_dispatch:
+                unsettled.append(Unsettled(eid, action, _why_open(outcome), outcome))
+            else:
+                settled.append(outcome)
+        return Recovered(settled, unsettled)
+
+
+def _why_open(outcome: Outcome) -> str:
+    if outcome.status == Status.IN_FLIGHT and outcome.decide_at is not None:
+        return f"a request may still land until {outcome.decide_at:.3f} (epoch seconds)"
+    if outcome.status == Status.IN_FLIGHT:
+        return "another process holds the effect's claim"
+    if outcome.error is not None:
+        return f"the service did not answer: {outcome.error['type']}: {outcome.error['message']}"
+    return f"left open ({outcome.status.value})"
+
+
+class _Decorator:
+    """What `Interlock.effect(...)` returns: applied to a function, the gated action."""
+
+    def __init__(self, decorate: Callable[[Callable[..., Any]], Any]):
+        self._decorate = decorate
+
+    @overload
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, Any]]) -> AsyncAction[P]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, Any]) -> Action[P]: ...
+
+    def __call__(self, fn: Callable[P, Any]) -> Action[P] | AsyncAction[P]:
+        return self._decorate(fn)  # type: ignore[no-any-return]

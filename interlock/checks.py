@@ -1,0 +1,44 @@
+"""The check the gate journals before every send: is the lease live, and which premises no longer hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .leases import Lease
+
+
+@dataclass(frozen=True)
+class Check:
+    """One look at lease and premises. Premises are read only while the lease is live (`violations` is then
+    empty and not journaled), so a revoked authority never costs a read of the facts."""
+
+    lease_live: bool
+    lease: Any = None
+    violations: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Whether this look allows a send."""
+        return self.lease_live and not self.violations
+
+    def journaled(self) -> dict[str, Any]:
+        """The dict stored in the journal (`checks`, `rechecked`): the published entries' shape."""
+        if not self.lease_live:
+            return {"lease_live": False, "lease": self.lease}
+        return {"lease_live": True, "lease": self.lease, "violations": list(self.violations)}
+
+    def reason(self) -> str | list[str]:
+        """What a refusal on this check journals as its reason: the violations, or that the lease ended."""
+        return list(self.violations) if self.lease_live else "lease not live"
+
+
+def check(lease: Lease | None, premises_check: Callable[[], list[str]]) -> Check:
+    """Look at the lease first; read the premises only while it is live."""
+    if lease is None:
+        return Check(True, None, tuple(premises_check()))
+    live = lease.is_live()
+    described = lease.describe()
+    if not live:
+        return Check(False, described)
+    return Check(True, described, tuple(premises_check()))

@@ -1,0 +1,59 @@
+"""The published real-service runs, shipped byte for byte in results/published/ and re-judged like any other run.
+
+Their figures for the published-beside-ours pages come from judging those files here, never from a transcription
+of the published pages; every verdict the files store is compared with the derived one on the way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from .derive import derive
+from .model import Scenario
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "published"
+
+# The digests stated in results/published/README.md: a shipped copy that no longer matches is not the published run.
+SHA256 = {
+    "gcp_resource.json": "bacebb050b4ec624d841496362bba05e7a45befa621c64f0cab00dbdaec89fed",
+    "calendar.json": "22cb45329df092fb10ee051e00c6189bbdf2ba5ac9aecdfdb02f2560a0f38aba",
+}
+
+# How the published pages scored proof (a fact about those pages, shown beside them); this pipeline applies one
+# rule to both scenarios: actor named, checks recorded, and the record's list equals the service's.
+PROOF_RULE = {
+    "gcp_resource": "actor named, checks recorded, and the record's list of agent generations equals the "
+                    "store's list (the rule this pipeline applies to every scenario)",
+    "calendar": "a valid receipt exists; the record was not compared with the calendar",
+}
+
+
+def sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def published_files(folder: Path = PUBLISHED) -> list[Path]:
+    """The shipped published result files, in name order."""
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def figures(scenario: Scenario) -> dict[str, Any]:
+    """A judged published run as the figures its comparison page shows, with the judged scenario beside them."""
+    return {
+        "page": scenario.title,
+        "generated": scenario.provenance.generated,
+        "model": scenario.provenance.decider,
+        "proof_rule": PROOF_RULE[scenario.name],
+        "cells": [{k: v for k, v in c.as_json().items() if k != "scenario"} for c in scenario.cells],
+        "scenario": scenario,
+        "disagreements": scenario.disagreements,
+    }
+
+
+def published_runs(folder: Path = PUBLISHED) -> dict[str, dict[str, Any]]:
+    """Every shipped published run, re-judged from its artifacts, by scenario name."""
+    judged = [derive(path) for path in published_files(folder)]
+    return {scenario.name: figures(scenario) for scenario in judged}

@@ -1,0 +1,265 @@
+"""`interlock.Interlock`: both published scenarios in a few lines, decision-time premises, calls like the wrapped
+function, async effects, outcomes and errors, and recovery after a real SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from interlock import (ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims, Interlock,
+                       Status, UnjournalableArgument, current_effect, effect_id_for, verify)
+from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
+
+ROOT = Path(__file__).resolve().parents[1]
+FREE = {"other_events_in_slot": []}
+
+
+@pytest.fixture
+def world(tmp_path):
+    save(tmp_path / "requests.json", {"r1": "live"})
+    save(tmp_path / "incident.json", {"INC-1": "open"})
+    save(tmp_path / "objects.json", [{"object": "config/app.json", "version": "v42", "writer": "human-deploy"}])
+    return tmp_path
+
+
+def run(directory: Path, *args: str, kill: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    if kill:
+        env["INTERLOCK_KILL_AT"] = kill
+    return subprocess.run([sys.executable, "-m", "tests.app_worker", str(directory), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def counter_app(tmp_path, **effect):
+    """An app with one action over an in-process counter; returns (app, action, calls)."""
+    app = Interlock(tmp_path / "journal.jsonl", claim_wait=1.0)
+    calls: list[tuple] = []
+    options = {"key": lambda name, n=1: f"count:{name}", "in_flight": 0.0, **effect}
+
+    @app.effect(name="count", **options)
+    def count(name: str, n: int = 1) -> dict:
+        """Count something."""
+        calls.append((name, n, current_effect()))
+        return {"n": n}
+
+    return app, count, calls
+
+
+def test_a_free_slot_is_booked_once(world):
+    app, book, _ = app_for(world)
+    first = book("r1", *SLOT, observed=FREE)
+    assert first.status == "COMMITTED" and first.evidence == {"event": effect_id_for("booking:r1")}
+    assert book("r1", *SLOT, observed=FREE).status == "DUPLICATE_IGNORED"
+    assert len(load(world / "calendar.json", [])) == 1
+
+
+def test_a_slot_busy_when_decided_is_refused_not_double_booked(world):
+    save(world / "calendar.json", [{"id": "dana", "start": SLOT[0], "end": SLOT[1]}])
+    _, book, _ = app_for(world)
+    outcome = book("r1", *SLOT, observed={"other_events_in_slot": ["dana"]})
+    assert outcome.status == "REFUSED:stale_premise" and outcome.code == "stale_premise"
+    assert outcome.rechecked.violations == ("other_events_in_slot: must be [], was ['dana'] when decided",)
+    assert [e["id"] for e in load(world / "calendar.json", [])] == ["dana"]
+
+
+def test_the_premise_is_the_value_the_agent_saw_not_the_value_at_call_time(tmp_path):
+    app = Interlock(tmp_path / "journal.jsonl")
+    store = {"version": 0}
+    sent = []
+
+    @app.effect(name="deploy", key=lambda: "deploy:1", facts={"version": lambda: store["version"]}, in_flight=0.0)
+    def deploy() -> None:
+        sent.append(current_effect())
+
+    seen = store["version"]  # the agent decides on version 0
+    store["version"] = 100  # a human moves it before the call runs
+    outcome = deploy(observed={"version": seen})
+    assert outcome.status == Status.REFUSED_STALE_PREMISE and sent == []
+    assert app.journal.entries(outcome.effect_id)[0]["premises"] == {"version": 0}
+
+
+def test_a_fact_with_no_observed_value_is_an_error_unless_read_at_call(tmp_path):
+    app, count, calls = counter_app(tmp_path, facts={"level": lambda name, n=1: 7})
+    with pytest.raises(ConfigurationError, match="no observed value"):
+        count("a")
+    with pytest.raises(ConfigurationError, match="not declared"):
+        count("a", observed={"level": 7, "other": 1})
+    assert app.journal.entries() == [] and calls == []
+    (tmp_path / "b").mkdir()
+    other, reading, _ = counter_app(tmp_path / "b", facts={"level": lambda name, n=1: 7}, read_at_call=True)
+    assert reading("a").status == "COMMITTED"
+    assert other.journal.entries()[0]["premises"] == {"level": 7}
+
+
+def test_expect_takes_a_callable_evaluated_at_decision_time(tmp_path):
+    wanted = {"level": 1}
+    app, count, calls = counter_app(tmp_path, facts={"level": lambda name, n=1: 1},
+                                    expect={"level": lambda name, n=1: wanted["level"]})
+    assert count("a", observed={"level": 1}).status == "COMMITTED"
+    wanted["level"] = 2
+    assert count("b", observed={"level": 1}).status == "REFUSED:stale_premise"
+    assert app.journal.entries(effect_id_for("count:b"))[0]["expect"] == {"level": 2}
+
+
+def test_two_actions_with_one_name_are_rejected(tmp_path):
+    app = Interlock(tmp_path / "journal.jsonl")
+    app.effect(name="send", key=lambda: "k")(lambda: None)
+    with pytest.raises(DuplicateAction):
+        app.effect(name="send", key=lambda: "k2")(lambda: None)
+
+
+def test_expect_must_name_a_declared_fact(tmp_path):
+    app = Interlock(tmp_path / "journal.jsonl")
+    with pytest.raises(ConfigurationError, match="not declared"):
+        app.effect(key=lambda: "k", expect={"slot": []})
+
+
+def test_a_gated_function_is_called_like_the_function_it_wraps(tmp_path):
+    _, count, calls = counter_app(tmp_path)
+    outcome = count("a", n=3)
+    assert outcome.status == "COMMITTED" and outcome.evidence == {"n": 3}
+    assert calls == [("a", 3, effect_id_for("count:a"))]
+    assert count.__name__ == "count" and count.__doc__ == "Count something." and count.name == "count"
+    assert count.__wrapped__.__name__ == "count"  # the plain function stays reachable
+    with pytest.raises(TypeError):
+        count("a", 1, 2)
+
+
+def test_the_effect_id_is_only_available_inside_a_send(tmp_path):
+    with pytest.raises(ConfigurationError, match="only inside"):
+        current_effect()
+
+
+def test_an_argument_that_would_not_survive_the_journal_is_refused_before_anything_is_journaled(tmp_path):
+    app, count, calls = counter_app(tmp_path, key=lambda name, n=1: f"count:{name}")
+    with pytest.raises(UnjournalableArgument, match="tuple"):
+        count(("a", "b"))
+    with pytest.raises(UnjournalableArgument):
+        count("a", n={1: "int key"})
+    assert app.journal.entries() == [] and calls == []
+
+
+def test_raise_for_status_returns_a_landed_outcome_and_raises_otherwise(tmp_path):
+    live = {"on": False}
+    _, count, _ = counter_app(tmp_path, lease=lambda name, n=1: live["on"])
+    with pytest.raises(EffectRefused) as refused:
+        count("a").raise_for_status()
+    assert refused.value.outcome.code == "lease"
+    live["on"] = True
+    assert count("a").raise_for_status().evidence == {"n": 1}
+
+
+def test_a_refusal_before_the_send_lets_a_later_submit_try_again(tmp_path):
+    live = {"on": False}
+    app, count, calls = counter_app(tmp_path, lease=lambda name, n=1: live["on"])
+    assert count("a").status == "REFUSED:lease"
+    live["on"] = True
+    assert count("a").status == "COMMITTED" and len(calls) == 1
+    assert count("a").status == "DUPLICATE_IGNORED"
+    assert verify(app.journal.entries(effect_id_for("count:a")))["valid"]
+
+
+def test_a_busy_effect_fails_fast_with_claim_wait_zero(tmp_path):
+    app = Interlock(tmp_path / "journal.jsonl", claim_wait=0)
+    action = app.effect(name="x", key=lambda: "k", in_flight=0.0)(lambda: None)
+    held = FileClaims(tmp_path / "journal.jsonl.claims").acquire(effect_id_for("k"), 0)
+    started = time.monotonic()
+    outcome = action()
+    assert outcome.status == "IN_FLIGHT" and time.monotonic() - started < 0.5
+    with pytest.raises(EffectUnsettled):
+        outcome.raise_for_status()
+    held.release()
+
+
+def test_the_app_is_a_context_manager_that_closes_its_journal(tmp_path):
+    with Interlock(tmp_path / "journal.jsonl") as app:
+        app.effect(name="x", key=lambda: "k")(lambda: None)()
+    with pytest.raises(OSError):
+        os.fstat(app.journal._fd)
+
+
+def test_recover_settles_a_booking_killed_after_the_calendar_committed(world):
+    assert run(world, "book", "r1", kill="after_commit").returncode == -signal.SIGKILL
+    recovered = run(world, "recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert json.loads(recovered.stdout) == ["COMMITTED_BY_RETRY"]
+    assert len(load(world / "calendar.json", [])) == 1
+    assert json.loads(run(world, "recover").stdout) == []
+
+
+def test_recover_settles_an_async_booking_killed_after_the_calendar_committed(world):
+    assert run(world, "book", "r1", "--async", kill="after_commit").returncode == -signal.SIGKILL
+    recovered = run(world, "recover", "--async")
+    assert recovered.returncode == 0, recovered.stderr
+    assert json.loads(recovered.stdout) == ["COMMITTED_BY_RETRY"]
+    assert len(load(world / "calendar.json", [])) == 1
+
+
+def test_recover_refuses_a_rollback_whose_generation_moved_during_the_outage(world):
+    assert run(world, "rollback", kill="before_send").returncode == -signal.SIGKILL
+    versions = load(world / "objects.json", [])
+    save(world / "objects.json", versions + [{"object": "config/app.json", "version": "v43",
+                                              "writer": "human-redeploy"}])
+    recovered = run(world, "recover")
+    assert json.loads(recovered.stdout) == ["REFUSED:stale_premise_at_recovery"], recovered.stderr
+    assert [v["writer"] for v in load(world / "objects.json", [])] == ["human-deploy", "human-redeploy"]
+    app, _, _ = app_for(world)
+    entries = app.journal.entries(effect_id_for("rollback:config/app.json:INC-1"))
+    assert entries[-1]["rechecked"]["violations"] == ["generation: was 1, now 2"]
+    again = run(world, "rollback")  # a refusal at recovery is final: the same call stays refused
+    assert json.loads(again.stdout) == ["REFUSED:stale_premise_at_recovery"], again.stderr
+
+
+def test_recover_finds_an_async_rollback_that_landed_before_the_kill(world):
+    assert run(world, "rollback", "--async", kill="after_commit").returncode == -signal.SIGKILL
+    save(world / "incident.json", {"INC-1": "resolved"})
+    assert json.loads(run(world, "recover", "--async").stdout) == ["COMMITTED_ON_QUERY"]
+    assert [v["writer"] for v in load(world / "objects.json", [])] == ["human-deploy", "agent"]
+
+
+def test_recover_reports_open_effects_of_unregistered_actions_and_settles_the_rest(world):
+    assert run(world, "book", "r1", kill="after_commit").returncode == -signal.SIGKILL
+    assert run(world, "rollback", kill="after_commit").returncode == -signal.SIGKILL
+    app = Interlock(world / "journal.jsonl")
+    app.effect(name="rollback", key=lambda obj, to_version: f"rollback:{obj}:INC-1",
+               facts={"generation": lambda obj, to_version: "1"}, in_flight=0.0,
+               lookup=lambda obj, to_version: "2")(lambda obj, to_version: "never")
+    recovered = app.recover()
+    assert [o.status for o in recovered.settled] == ["COMMITTED_ON_QUERY"]
+    assert [(u.action, u.effect_id) for u in recovered.unsettled] == [("book", effect_id_for("booking:r1"))]
+    assert "no action named 'book'" in recovered.unsettled[0].reason and not recovered.complete
+
+
+def test_one_effect_that_cannot_be_rebuilt_does_not_stop_recovery_of_the_others(world):
+    assert run(world, "book", "r1", kill="after_commit").returncode == -signal.SIGKILL
+    assert run(world, "rollback", kill="after_commit").returncode == -signal.SIGKILL
+    app = Interlock(world / "journal.jsonl")
+    places = World(world)
+    app.effect(name="book", key=lambda rid, start, end: f"renamed:{rid}", tier=1, lookup=places.find_event,
+               facts={"other_events_in_slot": places.others_in_slot})(places.insert)
+    app.effect(name="rollback", key=lambda obj, to_version: f"rollback:{obj}:INC-1", lease=places.incident_open,
+               facts={"generation": places.generation}, lookup=places.find_write, in_flight=0.0)(places.write)
+    recovered = app.recover()
+    assert [o.status for o in recovered.settled] == ["COMMITTED_ON_QUERY"]
+    assert "key of 'book' gives effect" in recovered.unsettled[0].reason
+
+
+def test_an_async_effect_refuses_a_moved_premise_like_a_sync_one(world):
+    app, book, _ = async_app_for(world)
+    save(world / "calendar.json", [{"id": "dana", "start": SLOT[0], "end": SLOT[1]}])
+    outcome = asyncio.run(book("r1", *SLOT, observed=FREE))
+    assert outcome.status == "REFUSED:stale_premise"
+    assert [e["id"] for e in load(world / "calendar.json", [])] == ["dana"]
+
+
+def test_a_typed_call_passes_the_observed_values_through_decided_on(world):
+    _, book, _ = app_for(world)
+    assert book.decided_on(FREE)("r1", *SLOT).status == "COMMITTED"

@@ -1,0 +1,165 @@
+"""Safety beyond the published faults, at the public API, with real worker processes, real signals and the
+ledger service: a request that outlives its sender, a paused sender, a send function that raises."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from interlock import Journal, bundle, effect_id_for, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+EFFECT = effect_id_for("write:ledger/default:INC-7")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    return {**env, **extra}
+
+
+def worker(directory: Path, ledger, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tests.hazard_worker", str(directory), ledger.endpoint, *args],
+                            cwd=ROOT, env=env or clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finished(process: subprocess.Popen, timeout: float = 30) -> dict:
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, err
+    return json.loads(out.splitlines()[-1])
+
+
+def wait_until(predicate, seconds: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} not met within {seconds}s"
+        time.sleep(0.005)
+
+
+def at_the_service(ledger) -> bool:
+    return any(e["event"] == "put" and e["id"] == EFFECT for e in ledger.log())
+
+
+def kill_while_at_the_service(directory: Path, ledger, *args: str) -> None:
+    sender = worker(directory, ledger, *args)
+    wait_until(lambda: at_the_service(ledger), what="the request reaching the ledger")
+    sender.send_signal(signal.SIGKILL)
+    assert sender.wait(10) == -signal.SIGKILL
+    assert ledger.applies(EFFECT) == 0, "the write landed before the kill: the schedule did not race"
+
+
+def receipt(directory: Path) -> dict:
+    return verify(bundle(Journal(directory / "journal.jsonl"), EFFECT))
+
+
+@pytest.fixture
+def world(tmp_path):
+    (tmp_path / "lease.json").write_text(json.dumps({"status": "open"}))
+    return tmp_path
+
+
+def test_recovery_waits_out_an_unfenced_request_that_outlives_its_sender(world, ledger):
+    ledger.configure(delay=0.3)
+    kill_while_at_the_service(world, ledger, "--in-flight", "1.0")
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "1.0"))
+    assert outcome["status"] == "COMMITTED_ON_QUERY"
+    assert ledger.applies(EFFECT) == 1, "recovery resent a write that was still in flight"
+    assert receipt(world)["happened"] is True
+
+
+def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
+    ledger.configure(delay=0.3)
+    kill_while_at_the_service(world, ledger, "--in-flight", "1.5")
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "1.5", "--claim-wait", "0"))
+    dispatched = next(e for e in Journal(world / "journal.jsonl").entries(EFFECT) if e["kind"] == "DISPATCHED")
+    assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 1.5)
+    wait_until(lambda: ledger.applies(EFFECT) == 1, what="the stray write landing")
+    wait_until(lambda: time.time() > outcome["decide_at"], what="the bound passing")
+    assert finished(worker(world, ledger, "--mode", "recover", "--in-flight", "1.5"))["status"] == "COMMITTED_ON_QUERY"
+    assert ledger.applies(EFFECT) == 1
+
+
+def test_a_version_fenced_write_that_landed_late_is_recorded_as_committed(world, ledger):
+    ledger.configure(delay=0.3, fences=["version"])
+    kill_while_at_the_service(world, ledger, "--fence", "version")
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "version"))
+    assert ledger.applies(EFFECT) == 1
+    assert outcome["status"] in ("COMMITTED_ON_QUERY", "REAPPLIED_AFTER_QUERY")
+    assert receipt(world)["happened"] is True, "the record says the write did not happen, the ledger holds it"
+
+
+def test_a_paused_sender_loses_its_claim_and_does_not_send_after_its_lease_ended(world, ledger):
+    pause = world / "paused"
+    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="before_send", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching before_send")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        (world / "lease.json").write_text(json.dumps({"status": "revoked"}))
+        started = time.monotonic()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
+                                  "--claim-wait", "5"))
+        assert outcome["status"] == "REFUSED:lease_at_recovery"
+        assert time.monotonic() - started < 4.0, "recovery waited for more than the claim's lifetime"
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    woke = finished(sender)
+    assert woke["status"] != "COMMITTED"
+    assert ledger.applies(EFFECT) == 0 and not at_the_service(ledger), "the woken sender sent after its lease ended"
+
+
+def test_a_paused_sender_whose_claim_was_taken_over_does_not_send_when_it_wakes(world, ledger):
+    pause = world / "paused"
+    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="before_send", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching before_send")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
+                                  "--claim-wait", "5"))
+        assert outcome["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    assert finished(sender)["status"] == "IN_FLIGHT"
+    assert ledger.applies(EFFECT) == 1, "the woken sender sent although its claim was taken over"
+
+
+def test_an_exception_from_the_send_is_journaled_and_not_retried(world, ledger):
+    first = finished(worker(world, ledger, "--in-flight", "0", "--bug"))
+    assert first["status"] == "AMBIGUOUS"
+    assert first["error"] == {"type": "KeyError", "message": "'no such field'"}
+    entries = Journal(world / "journal.jsonl").entries(EFFECT)
+    assert entries[-1]["kind"] == "AMBIGUOUS" and entries[-1]["error"]["type"] == "KeyError"
+    again = finished(worker(world, ledger, "--in-flight", "0"))
+    assert again["status"] == "AMBIGUOUS" and again["error"]["type"] == "KeyError"
+    assert not at_the_service(ledger), "a send whose own code failed was called again"
+
+
+def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_service(world, ledger):
+    ledger.configure(fences=["epoch"])
+    pause = world / "paused"
+    sender = worker(world, ledger, "--fence", "epoch", "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="before_request", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching before_request")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "0.2",
+                                  "--ttl", "1.0", "--claim-wait", "5"))
+        assert outcome["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    woke = finished(sender)
+    assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stale epoch's request landed"
+    assert woke["status"] == "COMMITTED_ON_QUERY", "the woken sender's record disagrees with the service"
+    kinds = [e["kind"] for e in Journal(world / "journal.jsonl").entries(EFFECT)]
+    assert kinds.count("COMMITTED") == 1 and "LATE_RESULT" in kinds

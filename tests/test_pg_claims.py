@@ -1,0 +1,132 @@
+"""PostgreSQL claims as leases: renewed while held, confirmed before a request, kept across a lost session while a
+request may be in flight, fenced once taken over. Held in this process; tests/test_pg_crashes.py pauses and
+kills real holders."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from interlock.errors import ClaimLost, GuardFailed
+
+from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
+
+psycopg = pytest.importorskip("psycopg")
+from interlock.pg import PgClaims, PgJournal  # noqa: E402
+
+
+def _claims(url: str, ttl: float) -> PgClaims:
+    return PgClaims(PgJournal(url), ttl=ttl)
+
+
+def _terminate(url: str, backend: int) -> None:
+    with psycopg.connect(url, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (backend,)).fetchone()[0]
+
+
+def _dispatched(claims: PgClaims, claim) -> None:
+    claims.journal.append("PROPOSED", claim.effect_id, {"payload_hash": "p"})
+    claims.journal.append("DISPATCHED", claim.effect_id, {"epoch": claim.epoch})
+
+
+def test_a_live_holder_keeps_its_claim_past_the_ttl_by_renewing_it(pg_url):
+    owner, other = _claims(pg_url, 0.6), _claims(pg_url, 0.6)
+    held = owner.acquire("e1", wait=0)
+    first_expiry = owner.owner_of("e1")["expires"]
+    assert other.acquire("e1", wait=1.5) is None  # 2.5 ttl later, still held
+    assert owner.owner_of("e1")["expires"] > first_expiry
+    assert held.confirm() and not held.lost
+
+
+def test_owner_of_reads_a_released_claim(pg_url):
+    claims = _claims(pg_url, 30)
+    claims.acquire("e1", wait=0).release()
+    row = claims.owner_of("e1")
+    assert (row["epoch"], row["released"], row["expires"], row["in_request"]) == (1, True, None, False)
+    again = claims.acquire("e1", wait=0)
+    assert (again.epoch, again.taken) == (2, "released")
+
+
+def test_a_holders_claim_is_free_at_once_when_its_session_ends_outside_a_request(pg_url):
+    owner, other = _claims(pg_url, 60), _claims(pg_url, 60)
+    assert owner.acquire("e1", wait=0).epoch == 1
+    owner.close()
+    started = time.monotonic()
+    taken = other.acquire("e1", wait=5)
+    assert (taken.epoch, taken.taken) == (2, "holder_gone") and time.monotonic() - started < 1
+
+
+def test_a_claim_in_a_request_outlives_its_holders_session_until_the_lease_expires(pg_url):
+    owner, other = _claims(pg_url, 1.0), _claims(pg_url, 1.0)
+    held = owner.acquire("e1", wait=0)
+    _dispatched(owner, held)
+    assert held.confirm()  # the request starts
+    owner.close()  # the session goes and nothing renews: a dead holder, or one cut off mid-request
+    started = time.monotonic()
+    assert other.acquire("e1", wait=0.3) is None
+    taken = other.acquire("e1", wait=5)
+    assert (taken.epoch, taken.taken) == (2, "expired") and 0.5 < time.monotonic() - started < 3
+
+
+def test_a_terminated_session_mid_request_does_not_hand_the_claim_over(pg_url):
+    owner, other = _claims(pg_url, 0.9), _claims(pg_url, 0.9)
+    held = owner.acquire("e1", wait=0)
+    _dispatched(owner, held)
+    assert held.confirm()
+    _terminate(pg_url, owner.owner_of("e1")["backend"])
+    assert other.acquire("e1", wait=2.0) is None  # the holder renews through a new session
+    assert held.confirm() and owner.owner_of("e1")["epoch"] == 1
+
+
+def test_a_holder_cut_off_outside_a_request_loses_the_claim_and_is_fenced(pg_url):
+    owner, other = _claims(pg_url, 60), _claims(pg_url, 60)
+    held = owner.acquire("e1", wait=0)
+    owner.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    _terminate(pg_url, owner.owner_of("e1")["backend"])
+    taken = other.acquire("e1", wait=5)
+    assert (taken.epoch, taken.taken) == (2, "holder_gone")
+    assert not held.confirm()  # its next confirm, through a new session, sees the new epoch
+    with pytest.raises(ClaimLost):
+        owner.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: []])
+    with pytest.raises(ClaimLost):
+        owner.journal.append("DISPATCHED", "e1", {"epoch": held.epoch})
+    other.journal.append("DISPATCHED", "e1", {"epoch": taken.epoch})
+    late = owner.journal.append("COMMITTED", "e1", {"via": "send", "result": "stale", "epoch": held.epoch})
+    assert (late["kind"], late["late_kind"], late["epoch"]) == ("LATE_RESULT", "COMMITTED", 1)
+    other.journal.append("COMMITTED", "e1", {"via": "send", "result": "fresh", "epoch": taken.epoch})
+    record = other.journal.effect("e1")
+    assert record.kinds == ["PROPOSED", "DISPATCHED", "LATE_RESULT", "COMMITTED"]
+    assert record.resolution["result"] == "fresh"
+
+
+def test_confirm_refuses_an_expired_lease_and_a_closed_claims_session(pg_url):
+    claims = _claims(pg_url, 0.3)
+    held = claims.acquire("e1", wait=0)
+    claims.close()
+    assert not held.confirm()
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        expired = admin.execute("SELECT expires <= clock_timestamp() + interval '0.4 s' FROM interlock_claims"
+                                " WHERE effect_id = 'e1'").fetchone()[0]
+    assert expired
+
+
+def test_a_released_claim_that_was_taken_over_stays_with_its_new_owner(pg_url):
+    first, second = _claims(pg_url, 60), _claims(pg_url, 60)
+    stale = first.acquire("e1", wait=0)
+    _terminate(pg_url, first.owner_of("e1")["backend"])
+    current = second.acquire("e1", wait=5)
+    stale.release()
+    assert first.acquire("e1", wait=0) is None
+    assert second.owner_of("e1")["epoch"] == current.epoch == 2
+    current.release()
+    assert first.acquire("e1", wait=0).epoch == 3
+
+
+def test_a_failed_guard_under_a_live_claim_writes_nothing(pg_url):
+    claims = _claims(pg_url, 60)
+    held = claims.acquire("e1", wait=0)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    with pytest.raises(GuardFailed):
+        claims.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: ["moved"]])
+    assert claims.journal.effect("e1").kinds == ["PROPOSED"]
