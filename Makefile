@@ -23,8 +23,6 @@ bench: $(STAMP)
 experiments: $(STAMP)
 	$(PY) -m experiments.gcp_resource
 	$(PY) -m experiments.calendar
-	$(PY) -m experiments.gcp_resource --systems interlock_ttl --faults crash_before_send_redeploy,crash_after_commit_redeploy --out results/scenarios/gcp_resource_ttl.json
-	$(PY) -m experiments.calendar --systems interlock_ttl --faults before_send/none,after_commit/none --raced-trials 0 --out results/scenarios/calendar_ttl.json
 
 explore: $(STAMP)
 	$(PY) -m experiments.explore --hazard all --schedules 1000 --pg-schedules 500

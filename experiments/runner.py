@@ -11,6 +11,7 @@ A scenario is one module holding a `Scenario` subclass, run as `python -m experi
 |---|---|
 | `name`, `worker`, `roles` | result file stem, the worker module, the `experiments.live` roles it uses |
 | `systems`, `extra_systems` | systems run by default (column order), and those run only when named |
+| `controls` | control systems run by default on their own rows only: system -> fault names |
 | `faults` | its rows (`Fault`s), published first; `offline_only` rows are left out of live runs |
 | `open()` | a context manager around the whole run: shared set-up (a bucket, a calendar) and clean-up |
 | `seed(case)` | the cell's identifiers and files in `case.directory`, the decision included |
@@ -108,6 +109,7 @@ class Scenario:
     roles: ClassVar[tuple[str, ...]]
     systems: ClassVar[tuple[str, ...]]
     extra_systems: ClassVar[tuple[str, ...]] = ()
+    controls: ClassVar[dict[str, tuple[str, ...]]] = {}
     faults: ClassVar[tuple[Fault, ...]]
 
     def __init__(self, args: argparse.Namespace, services: live.Services, root: Path):
@@ -178,11 +180,14 @@ def _names(text: str, known: tuple[str, ...], option: str) -> list[str]:
 def parse_args(scenario: type[Scenario], argv: list[str]) -> argparse.Namespace:
     """The one command line of every scenario; `--systems a,b` and `--faults f,g` are comma-separated."""
     fault_names = tuple(f.name for f in scenario.faults)
-    systems = scenario.systems + scenario.extra_systems
+    default = [*scenario.systems, *scenario.controls]
+    systems = (*default, *scenario.extra_systems)
     parser = _Parser(prog=f"python -m experiments.{scenario.name}", description=(scenario.__doc__ or "").strip())
     live.add_live_flag(parser)
     parser.add_argument("--systems", metavar="A,B", help=f"from {', '.join(systems)} "
-                                                          f"(default: {', '.join(scenario.systems)})")
+                                                          f"(default: {', '.join(default)}; "
+                                                          f"{', '.join(scenario.controls) or 'no control'} only on "
+                                                          "its control rows)")
     parser.add_argument("--faults", metavar="F,G", help=f"from {', '.join(fault_names)} (default: every fault "
                                                         "the mode can run)")
     parser.add_argument("--out", type=Path, help=f"result file (default, for a complete run only: "
@@ -192,7 +197,7 @@ def parse_args(scenario: type[Scenario], argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.live = live.live_requested(args.live)
     runnable = [f for f in scenario.faults if not (args.live and f.offline_only)]
-    args.systems = _names(args.systems, systems, "--systems") if args.systems is not None else list(scenario.systems)
+    args.systems = _names(args.systems, systems, "--systems") if args.systems is not None else default
     if args.faults is None:
         args.faults = runnable
     else:
@@ -201,7 +206,10 @@ def parse_args(scenario: type[Scenario], argv: list[str]) -> argparse.Namespace:
         if offline:
             raise UsageError(f"--faults: {', '.join(offline)} need(s) a local stand-in and cannot run with --live")
         args.faults = [f for f in scenario.faults if f.name in chosen]
-    complete = (args.systems == list(scenario.systems) and args.faults == runnable and scenario.full(args))
+    if not plan(scenario, args):
+        raise UsageError(f"--faults: {', '.join(args.systems)} run(s) on none of them (a control system runs only on "
+                         "its control rows)")
+    complete = args.systems == default and args.faults == runnable and scenario.full(args)
     if args.out is None:
         if not complete:
             raise UsageError("--out: a run of part of the faults, systems or trials must name its own result file "
@@ -214,6 +222,12 @@ def parse_args(scenario: type[Scenario], argv: list[str]) -> argparse.Namespace:
     except journals.JournalUnusable as exc:
         raise UsageError(str(exc)) from None
     return args
+
+
+def plan(scenario: type[Scenario], args: argparse.Namespace) -> list[tuple[Fault, str]]:
+    """The run's cells in order, fault by fault: every chosen system, a control system only on its control rows."""
+    return [(fault, system) for fault in args.faults for system in args.systems
+            if system not in scenario.controls or fault.name in scenario.controls[system]]
 
 
 def worker_env(journal: str | None, **arm: str | None) -> dict[str, str]:
@@ -293,14 +307,14 @@ def _summary(cell: dict[str, Any]) -> str:
 
 def run(scenario_class: type[Scenario], args: argparse.Namespace) -> dict[str, Any]:
     """Every chosen cell and the scenario's own sections; returns the result file's content."""
-    plan = [(fault, system) for fault in args.faults for system in args.systems]
-    progress = harness.Progress(len(plan))
+    cells_planned = plan(scenario_class, args)
+    progress = harness.Progress(len(cells_planned))
     cells: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix=f"interlock-{scenario_class.name}-") as tmp, \
             live.services(args.live, Path(tmp) / "services", scenario_class.roles) as chosen:
         scenario = scenario_class(args, chosen, Path(tmp) / "cells")
         with scenario.open():
-            for index, (fault, system) in enumerate(plan):
+            for index, (fault, system) in enumerate(cells_planned):
                 label = f"{fault.name} / {system}"
                 progress.start(label)
                 cell = run_cell(scenario, fault, system, index)

@@ -16,10 +16,12 @@ import pytest
 
 from experiments.gcp_resource.scenario import GcpResource
 from experiments.runner import main as run_main
+from experiments.runner import parse_args, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "experiments.gcp_resource"
 FAULT = "crash_after_commit_redeploy"
+SYSTEMS = "no_check,hand_check,interlock"
 
 
 def _runner(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
@@ -68,8 +70,8 @@ def one_fault(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess]:
     tmp_path = tmp_path_factory.mktemp("gcp")
     out = tmp_path / "gcp_resource.json"
     env = _offline_env(tmp_path, uuid.uuid4().hex)
-    done = subprocess.run([sys.executable, "-m", MODULE, "--faults", FAULT, "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", MODULE, "--faults", FAULT, "--systems", SYSTEMS, "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "tmp").iterdir()) == []
     return json.loads(out.read_text()), done
@@ -180,6 +182,14 @@ def test_a_run_of_part_of_the_faults_or_systems_needs_its_own_out(argv, capsys):
     assert (committed.stat().st_mtime_ns if committed.exists() else None) == before
 
 
+def test_a_complete_run_has_the_ttl_control_on_one_before_send_and_one_after_commit_row_only(tmp_path):
+    cells = plan(GcpResource, parse_args(GcpResource, ["--out", str(tmp_path / "all.json")]))
+    control = [fault.name for fault, system in cells if system == "interlock_ttl"]
+
+    assert control == ["crash_before_send_redeploy", "crash_after_commit_redeploy"]
+    assert len(cells) == 3 * len(GcpResource.faults) + 2
+
+
 def test_live_without_credentials_exits_2_before_writing(tmp_path):
     out = tmp_path / "never.json"
     env = {k: v for k, v in os.environ.items()
@@ -198,7 +208,8 @@ def test_ctrl_c_mid_run_leaves_no_process_or_file(tmp_path):
     """Workers run in their own sessions, so the runner outlives the signal long enough to stop them and clean up."""
     marker = uuid.uuid4().hex
     out = tmp_path / "never.json"
-    runner = _runner(["--faults", "crash_before_send_redeploy", "--out", str(out)], _offline_env(tmp_path, marker),
+    runner = _runner(["--faults", "crash_before_send_redeploy", "--systems", SYSTEMS, "--out", str(out)],
+                     _offline_env(tmp_path, marker),
                      start_new_session=True)
     try:
         line = runner.stderr.readline()  # the stand-ins log a killed worker's reset to their own logs, not here

@@ -55,6 +55,8 @@ KEPT_ELSEWHERE = (RESULT_FILE, REQUEST_FILE, LOG_FILE, CRASH_MARKER)
 
 # Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
 DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_change_only")
+# The control: the published run's claims (a 30 s TTL) on one before-send and one after-commit row.
+CONTROLS = {"interlock_ttl": ("before_send/none", "after_commit/none")}
 
 
 def _count(text: str) -> int:
@@ -71,7 +73,8 @@ class Calendar(Scenario):
     worker = "experiments.calendar.worker"
     roles = (live.CALENDAR, live.MODEL)
     systems = DEFAULT_SYSTEMS
-    extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS)
+    extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
+    controls = CONTROLS
     faults = FAULTS
 
     @classmethod
@@ -211,7 +214,7 @@ class Calendar(Scenario):
         directory = self.root / "raced"
         directory.mkdir(parents=True)
         seed = int.from_bytes(secrets.token_bytes(4), "big")
-        systems = list(self.args.systems)
+        systems = [s for s in self.args.systems if s not in CONTROLS]
         args = ["--dir", str(directory), "--calendar", self.calendar_id,
                 "--base", rfc3339(self.base + timedelta(days=30)), "--tag", f"{self.tag}r",
                 "--systems", ",".join(systems), "--trials", str(self.args.raced_trials), "--seed", str(seed)]
@@ -254,7 +257,8 @@ class Calendar(Scenario):
 
     def finish(self, cells: list[dict[str, Any]]) -> dict[str, Any]:
         """The raced trials (offline), then the clean-up of every event the run saw."""
-        raced = self._raced() if not self.args.live and self.args.raced_trials > 0 else None
+        racing = not self.args.live and self.args.raced_trials > 0 and any(s not in CONTROLS for s in self.args.systems)
+        raced = self._raced() if racing else None
         cleaned = self._cleanup()
         return {"key": "calendar", "calendar": self.calendar_name,
                 "claim_ttl": TTL_SECONDS if "interlock_ttl" in self.args.systems else None,

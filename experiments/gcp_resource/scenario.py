@@ -48,6 +48,8 @@ CLAIMS = {
 
 # Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
 DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock")
+# The control: the published run's claims (a 30 s TTL) on one before-send and one after-commit row.
+CONTROLS = {INTERLOCK_TTL: ("crash_before_send_redeploy", "crash_after_commit_redeploy")}
 
 
 class GcpResource(Scenario):
@@ -57,7 +59,8 @@ class GcpResource(Scenario):
     worker = "experiments.gcp_resource.worker"
     roles = (live.OBJECT_STORE, live.MODEL)
     systems = DEFAULT_SYSTEMS
-    extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS)
+    extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
+    controls = CONTROLS
     faults = FAULTS
 
     @contextlib.contextmanager
