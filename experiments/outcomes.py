@@ -20,6 +20,23 @@ _CLAIMS_LANDED = frozenset({WRITTEN, ALREADY_APPLIED, BOOKED, ALREADY_EXISTS_409
 _CANNOT_SAY = frozenset({"AMBIGUOUS", "IN_FLIGHT"})
 
 
+class UnknownOutcome(ValueError):
+    """An outcome string outside the experiments' vocabulary: a check must not guess what it claims."""
+
+
+def claims_landed(outcome: str) -> bool | None:
+    """What a worker's outcome claims: landed (True), not landed (False) or cannot say (None), for the
+    experiments' own checks (the explorer); the pipeline judges with its own mapping."""
+    status = str(getattr(outcome, "value", outcome))
+    if status in _CLAIMS_LANDED:
+        return True
+    if status == PRECONDITION_FAILED or (status.startswith(REFUSED) and len(status) > len(REFUSED)):
+        return False
+    if status in _CANNOT_SAY:
+        return None
+    raise UnknownOutcome(f"unknown outcome {outcome!r}")
+
+
 def refused(reason: str) -> str:
     """A refusal outcome, `REFUSED:<reason>`."""
     return REFUSED + reason

@@ -23,7 +23,7 @@ from .hooks import Hooks
 from .journal import EffectRecord, Journal, write_checkpoint
 from .kinds import open_send
 from .leases import CallableLease, Lease
-from .outcomes import Outcome, RefusalCode, Status, UnknownOutcome, landed
+from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, Premise
 from .receipts import bundle, verify, verify_journal
 from .signing import generate_key, public_hex
@@ -35,7 +35,7 @@ __all__ = [
     "DuplicateAction", "Effect", "EffectError", "EffectRecord", "EffectRefused", "EffectUnsettled", "FileClaims",
     "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
     "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
-    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownOutcome", "Unsettled",
-    "bundle", "current_effect", "effect_id_for", "generate_key", "landed", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
+    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "Unsettled",
+    "bundle", "current_effect", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",
 ]

@@ -119,26 +119,3 @@ class Outcome:
             raise EffectUnsettled(f"effect {self.effect_id} is {self.status.value}{when}", self)
         return self
 
-
-# The published runs' and the experiments' outcome strings, read by the judge until it keeps its own mapping.
-LANDED = frozenset({"WRITTEN", "BOOKED", "ALREADY_APPLIED", "ALREADY_EXISTS_409", "FOUND_BY_LOOKUP"}
-                   | {s.value for s in Status if s.landed})
-NOT_LANDED = frozenset({"PRECONDITION_FAILED"})
-CANNOT_SAY = frozenset({Status.AMBIGUOUS.value, Status.IN_FLIGHT.value})
-
-
-class UnknownOutcome(ValueError):
-    """An outcome string outside the vocabulary: a judge must not guess what it claims."""
-
-
-def landed(outcome: str) -> bool | None:
-    """What an outcome string claims about the effect: landed (True), not landed (False) or cannot say (None)."""
-    if not isinstance(outcome, str):
-        raise UnknownOutcome(f"outcome must be a string, got {type(outcome).__name__}")
-    if outcome in LANDED:
-        return True
-    if outcome in NOT_LANDED or (outcome.startswith(REFUSED_PREFIX) and len(outcome) > len(REFUSED_PREFIX)):
-        return False
-    if outcome in CANNOT_SAY:
-        return None
-    raise UnknownOutcome(f"unknown outcome {outcome!r}")

@@ -8,7 +8,7 @@ from typing import Any
 
 from interlock import verify
 from interlock.kinds import open_send
-from interlock.outcomes import UnknownOutcome, landed
+from experiments.outcomes import UnknownOutcome, claims_landed
 
 VIOLATIONS = {
     "duplicate_effect": "the service holds the effect more than once",
@@ -81,7 +81,7 @@ def _answers(row: dict[str, Any], at_service: bool) -> list[Violation]:
                 found.append(Violation("answer_cannot_say", f"{who} exited {ran['exit_code']} with no status ({said})"))
             continue
         try:
-            claim = landed(outcome)
+            claim = claims_landed(outcome)
         except UnknownOutcome:
             found.append(Violation("unknown_outcome", f"{who} printed {outcome!r}"))
             continue
