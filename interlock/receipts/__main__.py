@@ -1,5 +1,8 @@
 """`python -m interlock.receipts FILE`: verify a receipt bundle or a journal and print the result as JSON.
 
+A journal (`.jsonl`) is read across its rolled segments and judged as the library opens it: a torn last line is
+left out and named (`torn_tail`), and a journal cut back behind its witness is invalid.
+
 Exit 0 valid, 1 invalid, 2 unreadable input (one line on stderr naming the file and the field).
 """
 
