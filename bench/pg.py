@@ -3,9 +3,10 @@ how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what 
 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
 journal and the claims: per effect one claim, four durable entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED),
-a confirm of the claim right before the send and a release. Both backends commit durably (fsync; PostgreSQL with synchronous_commit on). Worker counts are
-interleaved between the backends, round after round, and each rate is the median of REPEATS rounds, since the
-machine is shared; the load average at the start and the end says how busy it was.
+a confirm of the claim right before the send and a release. Both backends commit durably (fsync; PostgreSQL with
+synchronous_commit on). Worker counts are interleaved between the backends, round after round, and each rate is
+the median of REPEATS rounds, since the machine is shared; the load average at the start and the end says how
+busy it was.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
