@@ -2,9 +2,11 @@
 how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what the claims' renewals cost.
 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
-journal and the claims: per effect one claim, four durable entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED)
-and a release. Both backends commit durably (fsync; PostgreSQL with synchronous_commit on). Worker counts are
-interleaved between the backends and each rate is the median of REPEATS runs, since the machine is shared.
+journal and the claims: per effect one claim, four durable entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED),
+a confirm of the claim right before the send and a release. Both backends commit durably (fsync; PostgreSQL with
+synchronous_commit on). Worker counts are interleaved between the backends, round after round, and each rate is
+the median of REPEATS rounds, since the machine is shared; the load average at the start and the end says how
+busy it was.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
@@ -61,10 +63,6 @@ def _throughput(address: str, workers: int, run: str, ttl: float = 30.0) -> floa
     if committed != share * workers:
         raise RuntimeError(f"{run}: {committed} of {share * workers} effects committed")
     return committed / (max(r[1] for r in results) - min(r[0] for r in results))
-
-
-def _rate(address: str, workers: int, run: str, ttl: float = 30.0) -> float:
-    return round(statistics.median(_throughput(address, workers, f"{run}-{i}", ttl) for i in range(REPEATS)), 1)
 
 
 def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
@@ -138,13 +136,15 @@ def run() -> dict[str, Any]:
     from experiments.services.postgres import TempCluster
 
     out: dict[str, Any] = {"effects_per_run": EFFECTS, "repeats": REPEATS, "cpus": os.cpu_count(),
-                           "lease_ttl_seconds": LEASE_TTL}
+                           "lease_ttl_seconds": LEASE_TTL, "load_average_at_start": os.getloadavg()[0]}
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
         backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
-        rates: dict[str, dict[int, float]] = {backend: {} for backend in backends}
-        for n in WORKERS:
-            for backend, address in backends.items():
-                rates[backend][n] = _rate(address, n, f"{backend}-{n}")
+        runs: dict[tuple[str, int], list[float]] = {(b, n): [] for b in backends for n in WORKERS}
+        for i in range(REPEATS):  # every worker count and backend once per round, so drift falls on all alike
+            for n in WORKERS:
+                for backend, address in backends.items():
+                    runs[backend, n].append(_throughput(address, n, f"{backend}-{n}-{i}"))
+        rates = {b: {n: round(statistics.median(runs[b, n]), 1) for n in WORKERS} for b in backends}
         for backend in backends:
             for n in WORKERS:
                 out[f"{backend}_effects_per_second_{n}_workers"] = rates[backend][n]
@@ -164,6 +164,7 @@ def run() -> dict[str, Any]:
         out["postgresql_renewal_cost_4_workers"] = round(1 - renewing / plain, 3)
         out["postgresql_renewal_statement_ms_1_claim"] = _renewal_ms(pg, 1)
         out["postgresql_renewal_statement_ms_100_claims"] = _renewal_ms(pg, 100)
+    out["load_average_at_end"] = os.getloadavg()[0]  # the machine is shared: how busy it was says how noisy
     out["targets"] = {name: {"target": target, "measured": out[name], "met": out[name] >= target}
                       for name, target in TARGETS.items()}
     return out
