@@ -133,8 +133,13 @@ def test_the_calendar_raced_dispatch_section_counts_the_files_trials(tmp_path):
     if not calendar.is_file():
         pytest.skip("no committed calendar run")
     data = json.loads(calendar.read_text())
-    unforced = [t for t in data["raced_dispatch"]["trials"] if t["kind"] == "unforced" and t["variant"] == "gate"]
-    slipped = sum(t["double_booked"] for t in unforced)
+    unforced = [t for t in data["raced_dispatch"]["trials"] if t["kind"] == "unforced" and t["system"] == "interlock"]
+
+    def landed(insert: dict | None) -> bool:
+        return insert is not None and insert["status"] == 200
+
+    slipped = sum(landed(t["agent_insert"]) and landed(t["customer_insert"])
+                  and t["customer_insert"]["seq"] < t["agent_insert"]["seq"] for t in unforced)
     page = html.unescape((build([calendar], tmp_path) / "scenarios" / "calendar" / "index.html").read_text())
     assert f"{slipped}/{len(unforced)}" in page[page.index("Raced dispatch"):]
 
