@@ -36,3 +36,21 @@ def test_an_outcome_without_a_row_is_refused_rather_than_guessed(outcome):
 def test_the_pipeline_reads_outcomes_through_its_own_table_only():
     sources = (Path(__file__).parents[1] / "pipeline").rglob("*.py")
     assert [p.name for p in sources if "interlock.outcomes" in p.read_text()] == []
+
+
+def test_every_status_and_fault_the_experiments_can_write_has_a_row():
+    """A runner or library change that adds an outcome or a fault is judged only once the pipeline has its row."""
+    from interlock import Status
+
+    from experiments import outcomes as baseline
+    from experiments.calendar.faults import FAULTS as CALENDAR_FAULTS
+    from experiments.gcp_resource.faults import FAULTS as GCP_FAULTS
+    from experiments.peers.job import IN_PROGRESS, VALIDATION_ERROR, WORKFLOW_ERROR
+    from pipeline import CATALOGUE
+
+    statuses = [s.value for s in Status if not s.value.endswith(":")]
+    words = [v for k, v in vars(baseline).items() if k.isupper() and isinstance(v, str) and not v.endswith(":")]
+    for outcome in [*statuses, *words, IN_PROGRESS, VALIDATION_ERROR, WORKFLOW_ERROR]:
+        landed(outcome)
+    assert {f.name for f in GCP_FAULTS} <= set(CATALOGUE["gcp_resource"])
+    assert {f.name for f in CALENDAR_FAULTS} <= set(CATALOGUE["calendar"])
