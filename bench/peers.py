@@ -55,13 +55,13 @@ def _caller(system: str, address: str, folder: Path, worker: int) -> Callable[[s
     if system == "direct":
         return lambda key: _expect(send(key, {"key": key}), {"stored": key})
     if system == "interlock_decorator_jsonl":
-        from interlock.easy import Interlock
+        from interlock import Interlock, current_effect
 
         app = Interlock(address)
 
-        @app.effect(key=lambda key: key)
-        def act(key: str, effect_id: str) -> dict[str, Any]:
-            return send(effect_id, {"key": key})
+        @app.effect(name="act", key=lambda key: key)
+        def act(key: str) -> dict[str, Any]:
+            return send(current_effect(), {"key": key})
 
         return lambda key: _expect(act(key).status, "COMMITTED")
     if system == "interlock_gate_postgresql":

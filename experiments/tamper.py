@@ -37,7 +37,7 @@ from interlock.receipts import COVERS, bundle_statement
 from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
-from experiments.harness import write_result
+from experiments.atomic import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published"
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = summary(all_originals())
     try:
-        write_result(args.out, result)
+        write_json(args.out, result)
     except OSError as exc:
         print(f"{args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.atomic import write_json
 from experiments.explore.checks import check
 from experiments.explore.hazards import HAZARDS, JOURNALS, SHORT_TTL, hazard_named, result_name
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
@@ -26,7 +27,7 @@ from experiments.explore.processes import Forker
 from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
 from experiments.explore.tally import Tally, in_window
-from experiments.harness import provenance, terminate_as_interrupt, write_result
+from experiments.harness import provenance, terminate_as_interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "results" / "reliability"
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                     failed = True
                     continue
                 path = args.out / plan.name
-                write_result(path, result)
+                write_json(path, result)
                 gate = result["systems"].get("interlock")
                 failed |= bool(gate and gate["violated"])
                 print(f"explore: wrote {path} ({result['history']['rows']} runs of {plan.schedules} schedules in "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from interlock import killpoints
+from experiments import crash
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,8 @@ class Points:
 
     def before_request(self) -> None:
         """Right before the request leaves."""
-        self.reach(killpoints.BEFORE_SEND if self.phase == "decide" else killpoints.RECOVERY_BEFORE_RESEND)
+        self.reach(crash.BEFORE_SEND if self.phase == "decide" else crash.RECOVERY_BEFORE_RESEND)
 
     def after_answer(self) -> None:
         """The service answered; nothing is recorded yet."""
-        self.reach(killpoints.AFTER_COMMIT if self.phase == "decide" else killpoints.RECOVERY_AFTER_RESEND)
+        self.reach(crash.AFTER_COMMIT if self.phase == "decide" else crash.RECOVERY_AFTER_RESEND)

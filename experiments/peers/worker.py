@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from interlock import killpoints
-
-from experiments.harness import write_result
+from experiments import crash
+from experiments.atomic import write_json
 from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS, PeerJob
 from experiments.peers.run import run_peer
 
@@ -29,14 +28,14 @@ def peer_job(scenario: str, system: str, phase: str, case_dir: Path) -> PeerJob:
         from experiments.clients import storage_client
         from experiments.peers import gcp_resource
 
-        return gcp_resource.peer_job(case_dir, phase, storage_client(), killpoints.reach)
-    from experiments.booking.job import Job
+        return gcp_resource.peer_job(case_dir, phase, storage_client(), crash.reach)
+    from experiments.calendar.job import Job
     from experiments.clients import calendar_service
     from experiments.peers import calendar
 
     service = calendar_service()
     Job(case_dir, system, phase, service).decision()  # made once by the first worker, persisted for the next
-    return calendar.peer_job(case_dir, phase, system, service, killpoints.reach)
+    return calendar.peer_job(case_dir, phase, system, service, crash.reach)
 
 
 def run(scenario: str, system: str, phase: str, case_dir: Path) -> tuple[str, dict[str, Any]]:
@@ -49,9 +48,9 @@ def run(scenario: str, system: str, phase: str, case_dir: Path) -> tuple[str, di
 def _finish(scenario: str, system: str, phase: str, case_dir: Path, outcome: str, ids: dict[str, Any]) -> None:
     """The scenario's outcome file, with only what the worker observed."""
     if scenario == "gcp_resource":
-        write_result(case_dir / f"outcome_{phase}.json", {"outcome": outcome, "ids": ids, "settled_at": time.time()})
+        write_json(case_dir / f"outcome_{phase}.json", {"outcome": outcome, "ids": ids, "settled_at": time.time()})
     else:
-        write_result(case_dir / "result.json", {"outcome": outcome, "event_id": ids.get("event_id"), "ids": ids,
+        write_json(case_dir / "result.json", {"outcome": outcome, "event_id": ids.get("event_id"), "ids": ids,
                                                 "system": system, "phase": phase, "pid": os.getpid(),
                                                 "finished": time.time()})
 
