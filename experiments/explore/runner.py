@@ -64,7 +64,7 @@ class Run:
         settled = self.world.settle(self.case)  # the service's truth is read once nothing is left in flight
         with self.world.lock:
             truth = self.world.truth(self.case)
-        record = self.directory / (self.world.journal if self.system.startswith("interlock") else self.world.log)
+        record = self._record_file()
         return {
             "scenario": schedule.scenario, "hazard": schedule.hazard, "journal": schedule.journal,
             "seed": schedule.seed, "system": self.system, "replay": schedule.replay,
@@ -158,7 +158,11 @@ class Run:
 
     def _cut_journal(self, fraction: float) -> None:
         """Keep the first `fraction` of the system's record, as a restore or a lost copy would."""
-        path = self.directory / (self.world.journal if self.system.startswith("interlock") else self.world.log)
+        path = self._record_file()
+        if path is None:  # this system keeps no record file to cut
+            self.journal_cut = {"file": None, "size": 0, "kept": 0, "lines": 0, "lines_kept": 0,
+                                "inside_last_line": False}
+            return
         if not path.exists():
             self.journal_cut = {"file": path.name, "size": 0, "kept": 0, "lines": 0, "lines_kept": 0,
                                 "inside_last_line": False}
@@ -173,6 +177,11 @@ class Run:
         self.journal_cut = {"file": path.name, "size": len(data), "kept": kept,
                             "lines": data.count(b"\n"), "lines_kept": data[:kept].count(b"\n"),
                             "inside_last_line": last_line < kept < len(data)}
+
+    def _record_file(self) -> Path | None:
+        """The system's own record: the gate's journal, or the baseline's send log (None: it keeps none)."""
+        name = self.world.journal if self.system.startswith("interlock") else self.world.log
+        return None if name is None else self.directory / name
 
     def _act(self, when: str) -> None:
         if self.schedule.action == "none":
@@ -218,8 +227,11 @@ def _ran(stage: str, index: int, kill: str | None, finished: Finished) -> dict[s
             "stderr": lines[-STDERR_LINES:]}
 
 
-def _record(path: Path, effect_id: str, system: str) -> dict[str, Any]:
-    """The system's own record: the gate's journal entries for the effect, or the baseline's log events."""
+def _record(path: Path | None, effect_id: str, system: str) -> dict[str, Any]:
+    """The system's own record: the gate's journal entries for the effect, or the baseline's log events (None
+    when the baseline keeps no send log)."""
+    if path is None:
+        return {"events": None}
     lines = _lines(path)
     if system.startswith("interlock"):
         return {"entries": [e for e in lines if e.get("effect_id") == effect_id]}

@@ -191,7 +191,7 @@ class CalendarWorld(JournalChoice):
     scenario = "calendar"
     module = "experiments.calendar.worker"
     journal = "journal.jsonl"
-    log = "worker.log"
+    log = None  # the baselines' worker.log holds notes for a reader, not send and result events
     calendar_id = "primary"
 
     def __init__(self, standin: Any, service: Any, env: dict[str, str]):
