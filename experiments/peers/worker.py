@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from interlock import killpoints
-
+from experiments import crash
 from experiments.harness import write_result
 from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS, PeerJob
 from experiments.peers.run import run_peer
@@ -29,14 +28,14 @@ def peer_job(scenario: str, system: str, phase: str, case_dir: Path) -> PeerJob:
         from experiments.clients import storage_client
         from experiments.peers import gcp_resource
 
-        return gcp_resource.peer_job(case_dir, phase, storage_client(), killpoints.reach)
+        return gcp_resource.peer_job(case_dir, phase, storage_client(), crash.reach)
     from experiments.booking.job import Job
     from experiments.clients import calendar_service
     from experiments.peers import calendar
 
     service = calendar_service()
     Job(case_dir, system, phase, service).decision()  # made once by the first worker, persisted for the next
-    return calendar.peer_job(case_dir, phase, system, service, killpoints.reach)
+    return calendar.peer_job(case_dir, phase, system, service, crash.reach)
 
 
 def run(scenario: str, system: str, phase: str, case_dir: Path) -> tuple[str, dict[str, Any]]:
