@@ -69,7 +69,10 @@ def test_a_peer_killed_after_the_store_committed_resends_and_reports_the_412(sys
         assert record["left"]["operation_outputs"][0]["output"]["outcome"] == "PRECONDITION_FAILED"
     else:
         assert record["found"]["value"]["status"] == "INPROGRESS"
-        assert [i["outcome"] for i in outcome["ids"]["invocations"]] == ["IN_PROGRESS", "PRECONDITION_FAILED"]
+        assert record["found"]["value"]["in_progress_expiration"]  # the Lambda context was registered
+        # A restart that starts within the 3 s timeout is first told IN_PROGRESS, then retries after the expiry.
+        tries = [i["outcome"] for i in outcome["ids"]["invocations"]]
+        assert tries[-1] == "PRECONDITION_FAILED" and set(tries[:-1]) <= {"IN_PROGRESS"}
         assert record["left"]["value"]["status"] == "COMPLETED"
 
 
