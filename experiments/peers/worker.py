@@ -18,29 +18,24 @@ from typing import Any
 
 from experiments import crash
 from experiments.harness import write_result
-from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS, PeerJob
-from experiments.peers.run import run_peer
-
-
-def peer_job(scenario: str, system: str, phase: str, case_dir: Path) -> PeerJob:
-    """The scenario's job for this cell, with the crash hook of this process."""
-    if scenario == "gcp_resource":
-        from experiments.clients import storage_client
-        from experiments.peers import gcp_resource
-
-        return gcp_resource.peer_job(case_dir, phase, storage_client(), crash.reach)
-    from experiments.booking.job import Job
-    from experiments.clients import calendar_service
-    from experiments.peers import calendar
-
-    service = calendar_service()
-    Job(case_dir, system, phase, service).decision()  # made once by the first worker, persisted for the next
-    return calendar.peer_job(case_dir, phase, system, service, crash.reach)
+from experiments.peers.job import DBOS_STEP, REDIS_URL_ENV, SCENARIOS, SYSTEMS
 
 
 def run(scenario: str, system: str, phase: str, case_dir: Path) -> tuple[str, dict[str, Any]]:
     """Run the cell's job once with the peer and leave the scenario's outcome file."""
-    outcome, ids = run_peer(system, phase, case_dir, peer_job(scenario, system, phase, case_dir))
+    if scenario == "gcp_resource":
+        from experiments.clients import storage_client
+        from experiments.peers import gcp_resource
+
+        outcome, ids = gcp_resource.run(system, phase, case_dir, storage_client(), crash.reach)
+    else:
+        from experiments.booking.job import Job
+        from experiments.clients import calendar_service
+        from experiments.peers import calendar
+
+        service = calendar_service()
+        Job(case_dir, system, phase, service).decision()  # made once by the first worker, persisted for the next
+        outcome, ids = calendar.run(system, phase, case_dir, service, crash.reach)
     _finish(scenario, system, phase, case_dir, outcome, ids)
     return outcome, ids
 
