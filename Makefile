@@ -21,8 +21,8 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 experiments: $(STAMP)
-	$(PY) -m experiments.scenario_gcp_resource
-	$(PY) -m experiments.scenario_calendar
+	$(PY) -m experiments.gcp_resource
+	$(PY) -m experiments.calendar
 
 explore: $(STAMP)
 	$(PY) -m experiments.explore --hazard all --schedules 1000 --pg-schedules 500

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import bench
+from bench._results import write_result
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
 
@@ -21,12 +22,11 @@ def main(names: list[str]) -> int:
     if unknown:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
         return 2
-    OUT.mkdir(parents=True, exist_ok=True)
     for name in names or available:
         started = time.perf_counter()
         numbers = importlib.import_module(f"bench.{name}").run()
         numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
-        (OUT / f"{name}.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+        write_result(OUT / f"{name}.json", numbers)
         print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
     return 0
 

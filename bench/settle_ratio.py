@@ -18,45 +18,39 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from experiments import scenario_calendar, scenario_gcp_resource
-from experiments.booking import PUBLISHED_FAULTS as CALENDAR_FAULTS
-from experiments.gcp_resource.case import CRASH_MARKER, outcome_file
-from experiments.gcp_resource.faults import FAULTS as GCP_FAULTS
+from experiments import runner
+from experiments.calendar.scenario import Calendar
+from experiments.gcp_resource.scenario import GcpResource
 
 REPEATS = 5
 SYSTEMS = ("hand_check", "interlock")
 TARGET_RATIO = 1.25
 
 
+def _settled_at(cell: dict[str, Any]) -> float:
+    """The settling worker's own stamp of when it settled (gcp: its outcome file; calendar: its result file)."""
+    if "artifacts" in cell:
+        return cell["artifacts"]["outcome_restart.json"]["settled_at"]
+    return cell["evidence"]["result_file"]["finished"]
+
+
+def _cells(scenario: type[runner.Scenario], systems: list[str], out: Path,
+           *extra: str) -> list[tuple[str, str, float]]:
+    """The published rows of one scenario through the one runner: (fault, system, crash marker to settled)."""
+    published = ",".join(f.name for f in scenario.faults if f.published)
+    args = runner.parse_args(scenario, ["--faults", published, "--systems", ",".join(systems), *extra,
+                                        "--out", str(out)])
+    cells = runner.run(scenario, args)["cells"]
+    return [(c["fault"], c["system"], _settled_at(c) - (c["timeline"]["crashed_at"] or c["timeline"]["first_exit_at"]))
+            for c in cells]
+
+
 def _calendar(systems: list[str], out: Path) -> list[tuple[str, str, float]]:
-    args = scenario_calendar.parse_args(["--faults", *(f.name for f in CALENDAR_FAULTS), "--systems", *systems,
-                                         "--raced-trials", "0", "--out", str(out)])
-    return [(c["fault"], c["system"], c["timing"]["settle_s"]) for c in scenario_calendar.run(args)["cells"]]
+    return _cells(Calendar, systems, out, "--raced-trials", "0")
 
 
 def _gcp(systems: list[str], out: Path) -> list[tuple[str, str, float]]:
-    published = [name for name, fault in GCP_FAULTS.items() if fault.published]
-    args = scenario_gcp_resource.parse_args(["--faults", ",".join(published), "--systems", ",".join(systems),
-                                             "--out", str(out)])
-    return [(c["fault"], c["system"], _gcp_settle_s(c)) for c in scenario_gcp_resource.run_scenario(args)["cells"]]
-
-
-def _gcp_settle_s(cell: dict[str, Any]) -> float:
-    """The cell's seconds_to_settle before the runner rounds it to 0.1 s (0.2 against 0.3 would read as 1.5x).
-
-    Same definition: from the crash marker (else the first worker's exit) to the settling worker's outcome stamp
-    (else its exit). Checked against the stored, rounded column so the two cannot drift apart.
-    """
-    artifacts, spans = cell["artifacts"], cell["worker_spans"]
-    marker = artifacts.get(CRASH_MARKER)
-    start = float(marker) if isinstance(marker, (str, float, int)) and str(marker).strip() else spans[0][1]
-    settled = artifacts.get(outcome_file("restart" if len(spans) > 1 else "decide"))
-    end = settled["settled_at"] if isinstance(settled, dict) else spans[-1][1]
-    seconds = end - start
-    if round(seconds, 1) != cell["seconds_to_settle"]:
-        raise AssertionError(f"gcp_resource {cell['fault']}/{cell['system']}: recomputed {seconds:.3f}s, "
-                             f"stored {cell['seconds_to_settle']}s")
-    return seconds
+    return _cells(GcpResource, systems, out)
 
 
 SCENARIOS: dict[str, Callable[[list[str], Path], list[tuple[str, str, float]]]] = {

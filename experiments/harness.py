@@ -1,4 +1,4 @@
-"""What every scenario runner shares: case directories, worker processes, artifact capture, provenance, progress.
+"""The runner's process and file helpers: case directories, worker processes, artifact capture, provenance, progress.
 
 Each worker is its own OS process in its own session (process group), so a SIGKILL at a crash point is a real
 one, a Ctrl-C at the terminal reaches only the runner, and the runner can stop a worker and everything it
@@ -19,7 +19,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -38,6 +37,7 @@ class WorkerRun:
 
     module: str
     args: tuple[str, ...]
+    pid: int
     exit_code: int
     output: str
     started: float
@@ -101,7 +101,8 @@ class RunningWorker:
         self._output.seek(0)
         output = self._output.read().decode("utf-8", errors="replace")
         self._output.close()
-        return WorkerRun(self.module, self.args, self.process.returncode, output, self.started, ended, timed_out)
+        return WorkerRun(self.module, self.args, self.pid, self.process.returncode, output, self.started, ended,
+                         timed_out)
 
     def stop(self) -> None:
         """SIGKILL the worker's process group (it may have children) and reap the worker."""
@@ -166,7 +167,7 @@ def wait_for_file(path: Path, worker: RunningWorker, timeout: float) -> bool:
 
 def case_dir(root: Path, fault: str, system: str) -> Path:
     """A fresh directory for one cell's files; the runner removes it once its artifacts are saved."""
-    path = Path(root) / fault / system
+    path = Path(root) / fault.replace("/", "-") / system
     path.mkdir(parents=True, exist_ok=False)
     return path
 
@@ -256,25 +257,6 @@ class Progress:
         self.stream.write(f"{prefix}[{self.done:>{len(str(self.total))}}/{self.total}] {label}: {result} "
                           f"({elapsed:.0f}s)\n")
         self.stream.flush()
-
-
-def write_result(path: Path, obj: Any, indent: int | None = 1) -> None:
-    """Write JSON atomically (temp file, fsync, rename), so an interrupted run never leaves half a result.
-
-    The temp file is per process: concurrent recoverers of one job each write their own and the last rename wins.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(json.dumps(obj, indent=indent) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """The tamper corpus: damaged copies of real journals, each labelled with what a verifier must say about it.
 
-Originals come from the published runs (../shared/reference), the project's own result files and journals the
+Originals come from the published runs (results/published, shipped byte for byte), the project's own result files and journals the
 gate writes here over a FunctionTarget. Every mutant is checked twice: unsigned (the chain alone) and signed (the
 original's bundle signature or journal checkpoint kept, the mutant's entries swapped in). A mutant the library
 documents as out of reach of an unsigned chain (receipts.COVERS: a cut tail, a well-formed appended entry) must
@@ -37,10 +37,10 @@ from interlock.receipts import COVERS, bundle_statement
 from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
-from experiments.harness import write_result
+from experiments.atomic import write_json
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference"
+PUBLISHED = REPO / "results" / "published"
 OWN_RESULTS = REPO / "results" / "scenarios"
 OUT = REPO / "results" / "reliability" / "tamper.json"
 
@@ -111,11 +111,11 @@ class Keys:
 # ---- originals ------------------------------------------------------------------------------------------------
 
 
-def reference_originals(reference: Path = REFERENCE) -> list[Original]:
-    """The published runs' receipt bundles and journals; none when ../shared/reference is absent."""
+def reference_originals(published: Path = PUBLISHED) -> list[Original]:
+    """The published runs' receipt bundles and journals (the copies the project ships in results/published)."""
     found: list[Original] = []
-    for path in sorted(reference.glob("*.json")) if reference.is_dir() else []:
-        found += originals_in_result_file(path, f"reference/{path.name}")
+    for path in sorted(published.glob("*.json")):
+        found += originals_in_result_file(path, f"results/published/{path.name}")
     return found
 
 
@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = summary(all_originals())
     try:
-        write_result(args.out, result)
+        write_json(args.out, result)
     except OSError as exc:
         print(f"{args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -20,12 +20,13 @@ from .errors import (BundleError, ClaimLost, ConfigurationError, DuplicateAction
                      UnjournalableArgument)
 from .gate import Gate
 from .hooks import Hooks
-from .journal import EffectRecord, Journal
+from .journal import EffectRecord, Journal, write_checkpoint
+from .kinds import open_send
 from .leases import CallableLease, Lease
 from .outcomes import Outcome, RefusalCode, Status, UnknownOutcome, landed
 from .premises import NOT_SET, Premise
 from .receipts import bundle, verify, verify_journal
-from .signing import generate_key, public_hex, write_checkpoint
+from .signing import generate_key, public_hex
 from .targets import (DEFAULT_IN_FLIGHT, TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejected, Target,
                       Unanswered)
 
@@ -35,6 +36,6 @@ __all__ = [
     "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
     "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
     "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownOutcome", "Unsettled",
-    "bundle", "current_effect", "effect_id_for", "generate_key", "landed", "open_journal", "public_hex", "verify", "verify_journal",
+    "bundle", "current_effect", "effect_id_for", "generate_key", "landed", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",
 ]

@@ -17,6 +17,17 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
                               check_circular=False)
 
 
+def loads(raw: bytes) -> Any:
+    """Parse one stored JSON line, with orjson when it is installed (several times faster on a long journal);
+    what orjson refuses (NaN, integers past 64 bits) goes to the standard parser, so the result never differs."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
+
+
 def canonical_bytes(obj: Any) -> bytes:
     """Encode `obj` so that equal JSON values always give equal bytes (sorted keys, no spaces, ASCII)."""
     return _CANONICAL.encode(obj).encode()

@@ -1,4 +1,11 @@
-"""The append-only JSONL journal: one hash chain over every entry, O(1) appends, shared safely by processes."""
+"""The append-only JSONL journal: one hash chain over every entry, O(1) appends, shared safely by processes.
+
+Beside the journal `J` live what the library keeps to trust it without rereading it: `J.witness` (the last durable
+entry, rewritten after each flush), `J.index` (where each effect's entries are, exact up to a checkpoint),
+`J.checkpoints` (every checkpoint written, signed when the journal has a key), `J.lock` (the append lock, on a
+file that never rolls) and, for a segmented journal, the rolled segments `J.<first byte>-<end byte>`. Opening checks the checkpoint and
+reads only what came after it; full verification of every entry stays with `interlock.receipts`.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,18 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from .canonical import entry_hash, hash_holds
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from .canonical import entry_hash, hash_holds, loads
 from .errors import JournalCorrupt
-from .kinds import KINDS, PROPOSED, RESOLUTIONS, SENDS, LATE_RESULT, settles
+from .index import Checkpoint, EffectIndex
+from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after, settles
+from .segments import SegmentFiles, line_at, line_ending_at, lines
+from .signing import checkpoint_statement, public_hex, sign, signature_holds
+from .witness import Mark, Witness, differs, disagreement
 
 
 @dataclass
@@ -35,12 +49,10 @@ class EffectRecord:
         self.offsets.append(position)
         self.kinds.append(kind)
         self.last_hash = entry["hash"]
+        self.open_dispatch = send_open_after(self.open_dispatch, kind)
         if kind == PROPOSED:
             self.payload_hash = entry.get("payload_hash")
-        elif kind in SENDS:
-            self.open_dispatch = True
         elif settles(entry):
-            self.open_dispatch = False
             self.resolution = entry
 
 
@@ -48,6 +60,18 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
          record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
     """The next entry, linked and hashed; a resolution that comes late (the effect is already resolved, or the
     writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
+    return sealed(kind, effect_id, plain(data), seq=seq, prev=prev, record=record, late=late)
+
+
+def plain(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` as it reads back from the journal (tuples as lists, keys as strings): the form every hash is over.
+    Done before the append lock, so writers waiting on it do not wait on this too."""
+    return json.loads(json.dumps(data))
+
+
+def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
+           record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
+    """`seal` for data that is already `plain`."""
     if kind not in KINDS:
         raise ValueError(f"unknown journal kind {kind!r}")
     if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):
@@ -57,7 +81,7 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
     entry.update(data)
     entry["prev"] = prev
     entry["effect_prev"] = record.last_hash if record else None
-    entry["hash"] = entry_hash(json.loads(json.dumps(entry)))
+    entry["hash"] = entry_hash(entry)
     return entry
 
 
@@ -66,32 +90,72 @@ def encode(entry: dict[str, Any]) -> bytes:
     return (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
+CHECKPOINT_EVERY = 10_000
+
+
 class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
 
     Every process appends under an exclusive flock and first reads whatever other processes appended since
-    its last look, so an append costs O(entries added by others), never O(journal size).
+    its last look, so an append costs O(entries added by others), never O(journal size). The fsync that makes an
+    entry durable runs after the lock is released, so appends from many threads and processes share one flush
+    (group commit) while each append still returns only once its own entry is on disk.
+
+    Every `checkpoint_every` entries it has seen, a process moves the index and writes a checkpoint (signed with
+    `key` when one is given, and then checked against it on every open), so memory holds only the effects touched
+    since then and the next open starts from there. With `segment_bytes` the file rolls to a new segment at that
+    size; `archive_settled()` moves segments recovery no longer needs to `archive`, where reads still find them.
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, key: Ed25519PrivateKey | None = None,
+                 checkpoint_every: int = CHECKPOINT_EVERY, segment_bytes: int | None = None,
+                 archive: str | os.PathLike[str] | None = None):
         self.path = Path(path)
         self.torn: list[str] = []
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._key = key
+        self._checkpoint_every = checkpoint_every
+        self._segment_bytes = segment_bytes
         self._mutex = threading.Lock()
+        self._syncing = threading.Lock()
         self._offset = 0
         self._line = 0
         self._seq = -1
         self._last: str | None = None
-        self._effects: dict[str, EffectRecord] = {}
+        self._tip: Mark | None = None
+        self._durable = 0
+        self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`
+        self._tail_start = 0  # the index holds every entry before this byte
+        self._tail_entries = 0
+        self._lock = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self._files = SegmentFiles(self.path, Path(archive) if archive is not None else None)
+        self._witness = Witness(f"{self.path}.witness")
+        self._index = EffectIndex(f"{self.path}.index")
         try:
-            self.refresh()
+            witnessed = self._witness.read()  # before the journal's lock: a flush holds the witness, then takes it
+            with self._mutex:
+                fcntl.flock(self._lock, fcntl.LOCK_EX)
+                try:
+                    covered = self._index.covered()
+                    if covered is not None:
+                        self._resume(covered)
+                    self._catch_up(witnessed, last_checkpoint(self.checkpoints_path))
+                finally:
+                    fcntl.flock(self._lock, fcntl.LOCK_UN)
         except BaseException:
-            os.close(self._fd)
+            self.close()
             raise
 
+    @property
+    def checkpoints_path(self) -> Path:
+        """`<journal>.checkpoints`: one JSON line per checkpoint, for `python -m interlock.receipts --checkpoint`."""
+        return Path(f"{self.path}.checkpoints")
+
     def close(self) -> None:
-        """Release the file descriptor."""
-        os.close(self._fd)
+        """Release the files."""
+        os.close(self._lock)
+        for side in ("_files", "_witness", "_index"):
+            if hasattr(self, side):
+                getattr(self, side).close()
 
     def __enter__(self) -> Journal:
         return self
@@ -110,12 +174,12 @@ class Journal:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
-                self._catch_up()
+                self._catch_up(None, None)
                 yield
             finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def refresh(self) -> None:
         """Read entries other processes appended since this process last looked."""
@@ -123,75 +187,235 @@ class Journal:
             pass
 
     def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Durably append one entry (fsync'd before returning) and return it as stored.
+        """Durably append one entry (on disk before returning) and return it as stored.
 
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution.
         """
+        data = plain(data)
         with self._locked():
-            entry = seal(kind, effect_id, data, seq=self._seq + 1, prev=self._last,
-                         record=self._effects.get(effect_id))
+            record = self._record(effect_id)
+            entry = sealed(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
             line = encode(entry)
-            offset = os.lseek(self._fd, 0, os.SEEK_END)
-            os.write(self._fd, line)
-            os.fsync(self._fd)
-            self._index(entry, offset)
-            self._offset = offset + len(line)
-            self._line += 1
-            return entry
+            start = self._offset
+            os.write(self._files.fd, line)
+            self._take(entry, record, start, start + len(line))
+            mark = self._tip
+            if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
+                self._files.roll()
+            if self._tail_entries >= self._checkpoint_every:
+                self._checkpoint(self._key)
+        self._make_durable(mark)
+        return entry
+
+    def checkpoint(self, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+        """Bring the index up to the journal's end and record a checkpoint there (signed with `key`, else with
+        the journal's own key if it has one); returns it as `<journal>.checkpoints` stores it."""
+        with self._locked():
+            return self._checkpoint(key or self._key)
+
+    def _make_durable(self, mark: Mark) -> None:
+        """Return once `mark` is on disk. One process at a time flushes, holding the witness; meanwhile the others
+        keep writing, and the next flush covers every line they wrote, so one fsync serves many appends."""
+        with self._syncing:
+            if self._durable >= mark.end:
+                return
+            seen = self._witness.read()  # a shared wait: every writer blocked on one flush wakes together after it
+            if seen is not None and seen.end >= mark.end:
+                self._durable = seen.end
+                return
+            with self._witness.flushing() as (seen, record):
+                if seen is not None and seen.end >= mark.end:
+                    self._durable = seen.end
+                    return
+                tip = self._written_tip()
+                assert tip.end >= mark.end
+                os.fdatasync(self._files.fd)  # a segment rolled meanwhile was flushed by whoever rolled it
+                record(tip)
+                self._durable = tip.end
+
+    def _written_tip(self) -> Mark:
+        """The last line in the file, whoever wrote it: read without the journal's lock and not checked (whoever
+        catches up checks it), so the flush every writer waits for is not held up behind the writers. A line is
+        taken only when the byte after it is its newline, so a write still in progress is never mistaken for one;
+        anything unclear falls back to this process's own last entry."""
+        with self._mutex:  # the descriptor may be swapped by this process's own roll
+            tip = self._tip
+            assert tip is not None
+            end = self._files.size()
+            start, entry = self._entry_ending_at(end) if end > tip.end else (end, None)
+        if entry is None or type(entry.get("seq")) is not int or type(entry.get("hash")) is not str:
+            return tip
+        return Mark(entry["seq"], start, end, entry["hash"], entry.get("prev"))
+
+    def _entry_ending_at(self, end: int) -> tuple[int, dict[str, Any] | None]:
+        """(start, entry) of the line ending just before logical byte `end`; (end, None) if no entry ends there."""
+        start, raw = line_ending_at(self._files.pread, end)
+        if raw is None:
+            return start, None
+        try:
+            entry = loads(raw)
+        except ValueError:
+            return start, None
+        return start, entry if isinstance(entry, dict) else None
+
+    def archive_settled(self) -> list[Path]:
+        """Checkpoint, then move every rolled segment that holds nothing recovery still needs (it ends before the
+        checkpoint and before the first entry of every effect with a send open) to the archive directory."""
+        with self._locked():
+            self._checkpoint(self._key)
+            first_open = [r.offsets[0] for r in self._open_records()]
+            return self._files.archive_before(min([self._offset, *first_open]))
 
     def effect(self, effect_id: str) -> EffectRecord | None:
         """The folded state of one effect, or None if the journal never saw it."""
-        return self._effects.get(effect_id)
+        return self._record(effect_id)
 
     def open_dispatches(self) -> list[EffectRecord]:
         """Effects whose last send has no resolution: what recovery must settle."""
         self.refresh()
-        return [r for r in self._effects.values() if r.open_dispatch]
+        return self._open_records()
+
+    def _open_records(self) -> list[EffectRecord]:
+        found = {eid: r for eid, r in self._tail.items() if r.open_dispatch}
+        for eid in self._index.open_effects():
+            if eid not in self._tail:
+                record = self._stored(eid)
+                if record is not None and record.open_dispatch:
+                    found[eid] = record
+        return [found[eid] for eid in sorted(found)]
 
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every stored entry, or one effect's, read back from the file."""
         if effect_id is None:
-            with open(self.path, "rb") as f:
-                return [json.loads(line) for line in f if line.endswith(b"\n")]
-        record = self._effects.get(effect_id)
+            self.refresh()
+            return [loads(raw) for raw, _ in lines(self._files.pread, 0, self._offset) if raw is not None]
+        record = self._record(effect_id)
         if record is None:
             return []
-        out = []
-        for offset in record.offsets:
-            out.append(json.loads(_read_line(self._fd, offset)))
-        return out
+        return [loads(line_at(self._files.pread, offset)) for offset in record.offsets]
 
-    def _catch_up(self) -> None:
-        size = os.fstat(self._fd).st_size
-        if size == self._offset:
-            return
+    def _record(self, effect_id: str) -> EffectRecord | None:
+        record = self._tail.get(effect_id)
+        return record if record is not None else self._stored(effect_id)
+
+    def _stored(self, effect_id: str) -> EffectRecord | None:
+        """An effect's state folded from its entries before `_tail_start`, found through the index."""
+        if not self._tail_start:
+            return None
+        offsets = self._index.offsets(effect_id, self._tail_start)
+        if not offsets:
+            return None
+        record = EffectRecord(effect_id)
+        for offset in offsets:
+            record.add(loads(line_at(self._files.pread, offset)), offset)
+        return record
+
+    def _resume(self, covered: Checkpoint) -> None:
+        """Start from the index's checkpoint: the journal must still reach it and carry its head there."""
+        where = f"{self.path}:{covered.seq + 1}"
+        size = self._files.size()
+        if size < covered.offset:
+            raise JournalCorrupt(f"{where}: the journal is {size} bytes, shorter than its checkpoint at byte "
+                                 f"{covered.offset} (seq {covered.seq}) in {self._index.path}: entries were removed")
+        if self._key is not None and not signature_holds(
+                covered.signature, checkpoint_statement(covered.seq, covered.head), public_hex(self._key)):
+            raise JournalCorrupt(f"{where}: the checkpoint in {self._index.path} is not signed by this journal's key")
+        start, entry = self._entry_ending_at(covered.offset)
+        if entry is None or entry.get("seq") != covered.seq or entry.get("hash") != covered.head:
+            raise JournalCorrupt(f"{where}: entry {covered.seq} no longer carries the checkpointed head "
+                                 f"({self._index.path}): the journal was rewritten")
+        self._seq, self._last, self._line = covered.seq, covered.head, covered.seq + 1
+        self._offset = self._tail_start = covered.offset
+        self._tip = Mark(covered.seq, start, covered.offset, covered.head, entry.get("prev"))
+
+    def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
+        """Read and check every complete line past what this process has seen. At open, also hold the journal to
+        its witness and its last checkpoint: one cut back further than a crash can tear is refused. Nothing is
+        changed on disk until every check passed."""
+        self._files.follow()
+        size = self._files.size()
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
-        chunk = os.pread(self._fd, size - self._offset, self._offset)
-        end = chunk.rfind(b"\n") + 1
-        if end < len(chunk):
-            self._set_aside_torn(chunk[end:], self._offset + end)
-        for raw in chunk[:end].split(b"\n")[:-1]:
-            self._index(self._parse(raw), self._offset)
-            self._line += 1
-            self._offset += len(raw) + 1
+        scanned_from = self._offset
+        tail = b""
+        for raw, tail in lines(self._files.pread, self._offset, size):
+            if raw is None:
+                break
+            entry, record = self._parse(raw)
+            if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset, head=entry["hash"]):
+                raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
+                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
+            self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+            if self._tail_entries >= self._checkpoint_every:
+                self._checkpoint(self._key)  # a long read (a first open, a reader behind busy writers) stays flat
+        if witnessed is not None:
+            self._hold(witnessed, scanned_from)
+        if checkpoint is not None:
+            self._reaches(checkpoint)
+        if tail:
+            self._set_aside_torn(tail, self._offset)
+
+    def _hold(self, witnessed: Mark, scanned_from: int) -> None:
+        if witnessed.end <= scanned_from:
+            _, entry = self._entry_ending_at(witnessed.end)
+            if entry is None or differs(witnessed, seq=entry.get("seq"), start=witnessed.start,
+                                        head=entry.get("hash")) or entry.get("seq") != witnessed.seq:
+                raise JournalCorrupt(f"{self.path}:{witnessed.seq + 1}: entry {witnessed.seq} is not the one its "
+                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
+            return
+        why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
+        if why is not None:
+            raise JournalCorrupt(f"{self.path}:{self._line + 1}: {why} ({self._witness.path})")
+
+    def _reaches(self, checkpoint: dict[str, Any]) -> None:
+        """The journal is not shorter than its last checkpoint, and carries the checkpoint's head where it says."""
+        seq, offset = checkpoint.get("seq"), checkpoint.get("offset")
+        if not isinstance(seq, int) or seq > self._seq:
+            raise JournalCorrupt(f"{self.path}:{self._line + 1}: the journal ends at seq {self._seq}, before its last "
+                                 f"checkpoint's seq {seq!r} ({self.checkpoints_path}): entries were removed")
+        if isinstance(offset, int):
+            _, entry = self._entry_ending_at(offset) if offset <= self._offset else (0, None)
+            if entry is None or entry.get("seq") != seq or entry.get("hash") != checkpoint.get("head"):
+                raise JournalCorrupt(f"{self.path}:{seq + 1}: entry {seq} does not carry the head of its last "
+                                     f"checkpoint ({self.checkpoints_path}): the journal was rewritten")
+
+    def _checkpoint(self, key: Ed25519PrivateKey | None) -> dict[str, Any]:
+        """Under the lock: flush, move the index to the journal's end, append the checkpoint line."""
+        os.fdatasync(self._files.fd)  # the index and the checkpoint never cover what the disk might not hold
+        signature = sign(key, checkpoint_statement(self._seq, self._last)) if key is not None else None
+        checkpoint = Checkpoint(self._seq, self._offset, self._last, signature)
+        covered = self._index.covered()
+        floor = covered.offset if covered is not None else 0
+        rows = [(eid, at) for eid, record in self._tail.items() for at in record.offsets if at >= floor]
+        opened = [eid for eid, record in self._tail.items() if record.open_dispatch]
+        settled = [eid for eid, record in self._tail.items() if not record.open_dispatch]
+        self._index.advance(rows, opened, settled, checkpoint)
+        line: dict[str, Any] = {"seq": checkpoint.seq, "head": checkpoint.head, "offset": checkpoint.offset}
+        if signature is not None:
+            line["signature"] = signature
+        with open(self.checkpoints_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
+        return line
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
             side.write(tail + b"\n")
             side.flush()
             os.fsync(side.fileno())
-        os.ftruncate(self._fd, at)
-        os.fsync(self._fd)
+        os.ftruncate(self._files.fd, at - self._files.base)
+        os.fsync(self._files.fd)
         self.torn.append(tail.decode("utf-8", "replace"))
 
-    def _parse(self, raw: bytes) -> dict[str, Any]:
+    def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
         where = f"{self.path}:{self._line + 1}"
         try:
-            entry = json.loads(raw)
+            entry = loads(raw)
         except ValueError as exc:
-            raise JournalCorrupt(f"{where}: not a JSON line ({exc.msg})") from None
+            raise JournalCorrupt(f"{where}: not a JSON line ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(entry, dict):
             raise JournalCorrupt(f"{where}: entry is not a JSON object")
         for key, kind in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
@@ -203,31 +427,50 @@ class Journal:
             raise JournalCorrupt(f"{where}: seq {entry['seq']} where {self._seq + 1} was expected")
         if entry.get("prev") != self._last:
             raise JournalCorrupt(f"{where}: prev does not link to the entry before it")
-        record = self._effects.get(entry["effect_id"])
-        if entry.get("effect_prev") != (record.last_hash if record else None):
+        # An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
+        # entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look.
+        effect_prev = entry.get("effect_prev")
+        record = self._record(entry["effect_id"]) if effect_prev is not None else self._tail.get(entry["effect_id"])
+        if effect_prev != (record.last_hash if record else None):
             raise JournalCorrupt(f"{where}: effect_prev does not link to the effect's previous entry")
         if not hash_holds(entry):
             raise JournalCorrupt(f"{where}: hash does not match the entry's content")
-        return entry
+        return entry, record
 
-    def _index(self, entry: dict[str, Any], offset: int) -> None:
+    def _take(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
+        """Fold a checked entry into the effect it belongs to and move the head past it."""
         eid = entry["effect_id"]
-        record = self._effects.get(eid)
         if record is None:
-            record = self._effects[eid] = EffectRecord(eid)
-        record.add(entry, offset)
-        self._seq = entry["seq"]
-        self._last = entry["hash"]
+            record = EffectRecord(eid)
+        self._tail[eid] = record
+        record.add(entry, start)
+        self._tail_entries += 1
+        self._tip = Mark(entry["seq"], start, end, entry["hash"], entry["prev"])
+        self._seq, self._last, self._offset = entry["seq"], entry["hash"], end
+        self._line += 1
 
 
-def _read_line(fd: int, offset: int) -> bytes:
-    buf = b""
-    while not buf.endswith(b"\n"):
-        more = os.pread(fd, 4096, offset + len(buf))
-        if not more:
-            break
-        buf += more
-        if b"\n" in more:
-            buf = buf[: buf.index(b"\n") + 1]
-            break
-    return buf
+def write_checkpoint(journal: Journal, key: Ed25519PrivateKey) -> dict[str, Any]:
+    """Sign the journal's current head into `<journal>.checkpoints`; checked against the public key, a later cut
+    tail or rewrite then shows to anyone, not only to this library."""
+    return journal.checkpoint(key)
+
+
+def last_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The last checkpoint line of a checkpoints file, or None when there is none yet."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - 4096))
+            lines = [line for line in f.read().split(b"\n") if line.strip()]
+    except FileNotFoundError:
+        return None
+    if not lines:
+        return None
+    try:
+        checkpoint = json.loads(lines[-1])
+    except ValueError:
+        checkpoint = None
+    if not isinstance(checkpoint, dict):
+        raise JournalCorrupt(f"{path}: the last line is not a checkpoint object")
+    return checkpoint

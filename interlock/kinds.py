@@ -1,4 +1,4 @@
-"""Journal entry kinds and which of them settle an effect."""
+"""Journal entry kinds, which of them settle an effect, and the one rule for whether a send is still open."""
 
 from __future__ import annotations
 
@@ -20,6 +20,19 @@ RESOLUTIONS = frozenset({COMMITTED, REFUSED, AMBIGUOUS})
 LEGACY_KINDS = frozenset({"ESCALATED", "DECIDED", "CONFIRMED"})
 
 
+def send_open_after(pending: bool, kind: Any) -> bool:
+    """Whether a send is open after one more entry of `kind`: a send opens one, a resolution settles it, and
+    anything else (a proposal, an authorization, a late result) leaves it as it was.
+
+    Every reader of the journal (the file and database backends, receipts, the explorer) folds with this one
+    step, so none of them can disagree about which effects recovery still owes."""
+    if kind in SENDS:
+        return True
+    if kind in RESOLUTIONS:  # even a refusal that leaves the effect open to a later submit ends the send
+        return False
+    return pending
+
+
 def settles(entry: dict[str, Any]) -> bool:
     """Whether an entry resolves its effect for good: a resolution, except a refusal made before anything was
     sent (`resolves: false`), after which a later submit of the same effect may try again."""
@@ -30,9 +43,5 @@ def open_send(entries: Iterable[dict[str, Any]]) -> bool:
     """Whether an effect's entries end with a send that no resolution settled."""
     pending = False
     for entry in entries:
-        kind = entry.get("kind")
-        if kind in SENDS:
-            pending = True
-        elif kind in RESOLUTIONS:
-            pending = False
+        pending = send_open_after(pending, entry.get("kind"))
     return pending

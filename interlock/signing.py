@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -12,7 +9,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from .canonical import canonical_bytes
-from .journal import Journal
 
 
 def generate_key() -> Ed25519PrivateKey:
@@ -46,16 +42,3 @@ def signature_holds(signature: Any, statement: Any, public_key: str) -> bool:
 def checkpoint_statement(seq: int, head: str | None) -> dict[str, Any]:
     """What a checkpoint signs: the journal held exactly this many entries, ending in this hash."""
     return {"statement": "interlock journal checkpoint", "seq": seq, "head": head}
-
-
-def write_checkpoint(journal: Journal, key: Ed25519PrivateKey) -> dict[str, Any]:
-    """Sign the journal's current head and append it to `<journal>.checkpoints`; a later cut tail then shows."""
-    journal.refresh()
-    seq, head = journal.head
-    checkpoint = {"seq": seq, "head": head, "signature": sign(key, checkpoint_statement(seq, head))}
-    path = Path(f"{journal.path}.checkpoints")
-    with open(path, "a") as f:
-        f.write(json.dumps(checkpoint) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    return checkpoint

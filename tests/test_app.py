@@ -183,7 +183,7 @@ def test_the_app_is_a_context_manager_that_closes_its_journal(tmp_path):
     with Interlock(tmp_path / "journal.jsonl") as app:
         app.effect(name="x", key=lambda: "k")(lambda: None)()
     with pytest.raises(OSError):
-        os.fstat(app.journal._fd)
+        app.journal.refresh()  # its descriptors are closed
 
 
 def test_recover_settles_a_booking_killed_after_the_calendar_committed(world):
@@ -263,3 +263,21 @@ def test_an_async_effect_refuses_a_moved_premise_like_a_sync_one(world):
 def test_a_typed_call_passes_the_observed_values_through_decided_on(world):
     _, book, _ = app_for(world)
     assert book.decided_on(FREE)("r1", *SLOT).status == "COMMITTED"
+
+
+def test_recover_without_an_event_loop_runs_async_actions_in_one_of_its_own(world):
+    class Crash(Exception):
+        pass
+
+    class CrashAfterCommit:
+        def reach(self, point):
+            if point == "after_commit":
+                raise Crash(point)
+
+    _, book, _ = async_app_for(world, hooks=CrashAfterCommit())
+    with pytest.raises(Crash):
+        asyncio.run(book("r1", *SLOT, observed=FREE))
+    app, _, _ = async_app_for(world)
+    recovered = app.recover()
+    assert [o.status for o in recovered.settled] == ["COMMITTED_BY_RETRY"] and recovered.complete
+    assert len(load(world / "calendar.json", [])) == 1

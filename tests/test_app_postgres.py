@@ -22,3 +22,14 @@ def test_the_app_opens_the_postgresql_journal_for_a_database_url(pg_url):
         assert [e["kind"] for e in app.journal.entries(effect_id_for("note:hello"))] == [
             "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
     assert sent == [effect_id_for("note:hello")]
+
+
+def test_a_refusal_before_the_send_lets_a_later_call_try_again_on_postgresql(pg_url):
+    live = {"on": False}
+    with Interlock(pg_url, claim_wait=2.0) as app:
+        note = app.effect(name="note", key=lambda text: f"note:{text}", tier=1,
+                          lease=lambda text: live["on"])(lambda text: {"noted": text})
+        assert note("hello").status == "REFUSED:lease"
+        live["on"] = True
+        assert note("hello").status == "COMMITTED"
+        assert note("hello").status == "DUPLICATE_IGNORED"

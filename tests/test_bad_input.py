@@ -213,8 +213,8 @@ def _command(module: str, *args: str):
 
 
 @pytest.mark.parametrize("module, args", [
-    _command("experiments.scenario_gcp_resource", "--bogus"),
-    _command("experiments.scenario_calendar", "--bogus"),
+    _command("experiments.gcp_resource", "--bogus"),
+    _command("experiments.calendar", "--bogus"),
     _command("experiments.explore", "--bogus"),
     _command("experiments.explore", "--scenario", "weather"),
     _command("experiments.explore", "--schedules", "many"),

@@ -337,3 +337,13 @@ def test_a_ledger_write_is_timed_when_it_arrived_not_when_it_landed(tmp_path):
     arrived = [e["at"] for e in ledger.log() if e["event"] == "put"]
     truth = LedgerWorld(tmp_path).truth(Case(tmp_path, "no_check", "e1", {"ledger": ledger}))
     assert [at for _, at in truth.writes] == arrived and truth.live == 2
+
+
+def test_a_run_whose_deadline_passed_before_any_schedule_writes_nothing(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--scenario", "ledger", "--hazard",
+                           "send_raises", "--schedules", "3", "--until", "00:00", "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "nothing written" in done.stderr
+    assert not (tmp_path / "explore_ledger_send_raises.json").exists()
+    history = tmp_path / "history"
+    assert not history.exists() or not any(history.iterdir())

@@ -19,7 +19,6 @@ import pytest
 from experiments import harness
 from experiments.peers import DBOS_STEP, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, record_file
 
-WORKER = "experiments.peers.worker"
 TIMEOUT = 60.0
 PEERS = (DBOS_STEP, POWERTOOLS_IDEMPOTENT)
 
@@ -30,8 +29,9 @@ def _env(redis_url: str, **armed: str) -> dict[str, str]:
 
 
 def _run(scenario: str, system: str, phase: str, case: Path, env: dict[str, str]) -> harness.WorkerRun:
-    args = ["--scenario", scenario, "--system", system, "--phase", phase, "--case", str(case)]
-    return harness.run_worker(WORKER, args, env, TIMEOUT)
+    """The scenario's own worker process, as the runner starts it."""
+    args = ["--case", str(case), "--system", system, "--phase", phase]
+    return harness.run_worker(f"experiments.{scenario}.worker", args, env, TIMEOUT)
 
 
 def _read(case: Path, name: str) -> dict:

@@ -198,7 +198,8 @@ def test_entries_carry_the_servers_time_not_the_writers_clock(pg_url, monkeypatc
 
 def test_journal_sessions_pin_read_committed_under_a_repeatable_read_default(pg_url):
     with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f"ALTER DATABASE \"{pg_url.rsplit('/', 1)[1]}\" SET default_transaction_isolation = 'repeatable read'")
+        database = pg_url.rsplit("/", 1)[1]
+        admin.execute(f"ALTER DATABASE \"{database}\" SET default_transaction_isolation = 'repeatable read'")
     journal = PgJournal(pg_url)
     assert journal.connect().execute("SHOW transaction_isolation").fetchone()[0] == "read committed"
     with psycopg.connect(pg_url, autocommit=True) as plain:
@@ -224,3 +225,22 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
     assert (unsent.value.sent, unknown.value.sent) == (False, None)
     assert "t_stopped" in str(unknown.value) and "COMMITTED" in str(unknown.value)
     assert [r.effect_id for r in journal.open_dispatches()] == ["after"]  # left open for recovery
+
+
+def test_an_append_retried_with_its_token_is_stored_once(pg_url):
+    from interlock.pg.journal import _APPEND, _template, _token
+
+    journal = PgJournal(pg_url)
+    journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    token = _token({})
+    body, line = _template("DISPATCHED", "e1", {"epoch": 1}, token, late=False)
+    params = ("e1", "DISPATCHED", 1, None, None, token, body, line, None, None)
+    stored = []
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for _ in range(2):  # the second as a retry would send it, its first answer lost
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND, params)
+            cur.nextset()
+            stored.append(cur.fetchone()[0])
+    assert stored[0] == stored[1]
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+    assert verify_journal(journal.entries())["valid"]

@@ -80,10 +80,13 @@ def test_a_raw_only_cell_is_judged_to_the_same_verdicts(tmp_path, name):
             cell["ground_truth"] = {"events_list": events}
             cell["timeline"] = {"crashed_at": 1000.0, "first_exit_at": 1000.1, "outage_done_at": None,
                                 "restart_exit_at": 1000.0 + seconds}
-    judged = derive(write(tmp_path, data, name))
+    path = write(tmp_path, data, name)
+    judged = derive(path)
     assert [derived_columns(c) for c in judged.cells] == expected
     assert [c.seconds_to_settle for c in judged.cells] == [c["seconds_to_settle"] for c in published(name)["cells"]]
     assert judged.disagreements == ()
+    result = judge(path)
+    assert (result.returncode, result.stderr) == (0, "")
 
 
 @pytest.mark.parametrize("name,index,edits", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,16 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from experiments import scenario_calendar
-from experiments.booking import grade
+from experiments.calendar.scenario import Calendar
+from experiments.runner import main
 from interlock import verify
-from pipeline import derive
+
+ROOT = Path(__file__).resolve().parents[1]
+DERIVED = {"outcome", "want", "invariant_held", "answer_matches_calendar", "can_prove_what_happened", "answer",
+           "receipt", "journal", "seconds_to_settle", "conflict_recorded_at_recovery", "crash_fired",
+           "first_worker_outcome", "timing", "worker_exit_codes"}
 
 
 def _run(tmp_path_factory, name: str, *argv: str) -> dict:
     out = tmp_path_factory.mktemp(name) / "calendar.json"
-    assert scenario_calendar.main([*argv, "--out", str(out)]) == 0
-    return json.loads(out.read_text()) | {"_path": str(out)}
+    assert main(Calendar, [*argv, "--out", str(out)]) == 0
+    return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -30,27 +35,45 @@ def slot_busy(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def extra(tmp_path_factory):
-    return _run(tmp_path_factory, "extra", "--faults", "before_send/pre_busy", "network_cut/none",
-                "--systems", "hand_check", "interlock_change_only", "--raced-trials", "2")
+    return _run(tmp_path_factory, "extra", "--faults", "before_send/pre_busy,network_cut/none,before_send/raced_busy",
+                "--systems", "no_check,hand_check,interlock_change_only", "--raced-trials", "2")
 
 
 def _cells(result: dict) -> dict[tuple[str, str], dict]:
     return {(c["fault"], c["system"]): c for c in result["cells"]}
 
 
-def test_only_no_check_double_books_when_the_slot_is_taken_during_the_outage(slot_busy):
+def _agent_events(cell: dict) -> list[str]:
+    return [e["id"] for e in cell["ground_truth"]["events_list"]
+            if (e.get("extendedProperties") or {}).get("private", {}).get("booking_request") == cell["request_id"]]
+
+
+def test_a_cell_holds_observations_and_no_derived_column(slot_busy, extra):
+    for cell in slot_busy["cells"] + extra["cells"]:
+        assert DERIVED.isdisjoint(cell) and set(cell["ground_truth"]) == {"events_list"}
+        assert {"crashed_at", "first_exit_at", "outage_done_at", "restart_exit_at"} <= set(cell["timeline"])
+
+
+def test_only_no_check_books_on_top_of_the_customer_when_the_slot_is_taken_during_the_outage(slot_busy):
     cells = _cells(slot_busy)
     expected = {"no_check": "BOOKED", "hand_check": "REFUSED:slot_busy",
                 "interlock": "REFUSED:stale_premise_at_recovery",
                 "interlock_change_only": "REFUSED:stale_premise_at_recovery"}
     for system, outcome in expected.items():
         cell = cells[("before_send/slot_busy", system)]
-        assert cell["outcome"] == outcome
-        assert cell["worker_exit_codes"] == [-9, 0] and cell["crash_fired"]
-        assert cell["ground_truth"]["double_booked"] is (system == "no_check")
-        assert cell["invariant_held"] is (system != "no_check")
-        assert cell["answer_matches_calendar"] is True
+        assert cell["evidence"]["result_file"]["outcome"] == outcome
+        assert cell["worker_exits"] == [-9, 0] and cell["evidence"]["crash_marker"] == "before_send"
+        assert len(_agent_events(cell)) == (system == "no_check")
         assert cell["outage"]["when"] == "during the outage" and cell["outage"]["events_on_slot_before"] == []
+        assert cell["outage"]["customer_event"] in [e["id"] for e in cell["ground_truth"]["events_list"]]
+
+
+def test_the_baselines_keep_only_the_records_the_published_baselines_kept(slot_busy):
+    for system in ("no_check", "hand_check"):
+        cell = _cells(slot_busy)[("before_send/slot_busy", system)]
+        assert re.fullmatch(r"crash injected: SIGKILL at before_send \(pid \d+\)\n", cell["evidence"]["worker_log"])
+        assert set(cell["evidence"]["result_file"]) <= {"outcome", "answer", "event_id", "busy", "pid", "finished"}
+        assert cell["evidence"]["receipt_bundle"] is None
 
 
 def test_gate_cells_carry_a_receipt_that_verifies_and_records_the_failed_recheck(slot_busy):
@@ -58,9 +81,9 @@ def test_gate_cells_carry_a_receipt_that_verifies_and_records_the_failed_recheck
     receipt = verify(cell["evidence"]["receipt_bundle"])
 
     assert receipt["valid"] and receipt["happened"] is False
-    assert cell["conflict_recorded_at_recovery"] is True
-    assert [e["kind"] for e in cell["journal"]] == ["PROPOSED", "AUTHORIZED", "DISPATCHED", "REFUSED"]
-    assert cell["receipt"]["rechecked_at_recovery"]["violations"]
+    assert [e["kind"] for e in cell["evidence"]["receipt_bundle"]["entries"]] == ["PROPOSED", "AUTHORIZED",
+                                                                                 "DISPATCHED", "REFUSED"]
+    assert receipt["rechecked_at_recovery"]["violations"]
 
 
 def test_every_event_the_run_created_is_deleted_and_reads_back_cancelled(slot_busy):
@@ -80,74 +103,85 @@ def test_the_result_file_is_labelled_as_a_stand_in_run(slot_busy):
     assert all("stand-in" in c["emulated"] for c in slot_busy["cells"])
 
 
-@pytest.mark.parametrize("fixture", ["slot_busy", "extra"])
-def test_the_pipeline_rejudges_every_column_as_stored(fixture, request):
-    result = request.getfixturevalue(fixture)
-    judged = derive(result["_path"])
-
-    for cell, stored in zip(judged.cells, result["cells"]):
-        assert cell.outcome == stored["outcome"]
-        assert cell.invariant_held == stored["invariant_held"]
-        assert cell.answer_matches == stored["answer_matches_calendar"]
-        assert cell.can_prove == stored["can_prove_what_happened"]
-        assert cell.agent_writes == len(stored["ground_truth"]["agent_events"])
-
-
-def test_a_change_only_premise_double_books_a_slot_taken_before_the_decision(extra):
+def test_a_change_only_premise_books_over_a_slot_taken_before_the_decision(extra):
     cells = _cells(extra)
     change_only = cells[("before_send/pre_busy", "interlock_change_only")]
     hand = cells[("before_send/pre_busy", "hand_check")]
 
-    assert change_only["outcome"] == "COMMITTED_BY_RETRY" and change_only["crash_fired"]
-    assert change_only["ground_truth"]["double_booked"] and not change_only["invariant_held"]
-    assert hand["outcome"] == "REFUSED:slot_busy" and hand["worker_exit_codes"] == [0, 0]
-    assert hand["crash_fired"] is False and hand["invariant_held"]
+    assert change_only["evidence"]["result_file"]["outcome"] == "COMMITTED_BY_RETRY"
+    assert change_only["worker_exits"] == [-9, 0] and len(_agent_events(change_only)) == 1
+    assert change_only["outage"]["when"] == "before the first worker"
+    assert hand["evidence"]["result_file"]["outcome"] == "REFUSED:slot_busy" and hand["worker_exits"] == [0, 0]
+    assert hand["timeline"]["crashed_at"] is None and _agent_events(hand) == []
 
 
 def test_a_cut_connection_after_the_insert_is_settled_without_a_second_event(extra):
     cells = _cells(extra)
     hand, gate = cells[("network_cut/none", "hand_check")], cells[("network_cut/none", "interlock_change_only")]
 
-    assert hand["first_worker_outcome"] == hand["outcome"] == "FOUND_BY_LOOKUP"
-    assert gate["first_worker_outcome"] == "COMMITTED_BY_RETRY" and gate["outcome"] == "DUPLICATE_IGNORED"
+    assert hand["evidence"]["first_result_file"]["outcome"] == "FOUND_BY_LOOKUP"
+    assert gate["evidence"]["first_result_file"]["outcome"] == "COMMITTED_BY_RETRY"
+    assert gate["evidence"]["result_file"]["outcome"] == "DUPLICATE_IGNORED"
     for cell in (hand, gate):
         assert cell["outage"]["connection_cut"]["status"] == 200
-        assert cell["worker_exit_codes"] == [0, 0] and cell["crash_fired"] is False
-        assert len(cell["ground_truth"]["agent_events"]) == 1 and cell["invariant_held"]
+        assert cell["worker_exits"] == [0, 0] and len(_agent_events(cell)) == 1
 
 
-def test_a_customer_event_taken_while_the_gate_waits_to_send_is_caught_by_its_last_look(extra):
-    summary = extra["raced_dispatch"]["summary"]
+@pytest.mark.parametrize("system", ["no_check", "hand_check", "interlock_change_only"])
+def test_in_the_raced_row_every_system_pauses_after_its_last_check_right_before_its_insert(extra, system):
+    cell = _cells(extra)[("before_send/raced_busy", system)]
+    first = cell["evidence"]["first_result_file"]
 
-    for variant in ("gate", "gate+send_recheck"):
-        assert summary[variant]["forced"]["outcome"] == "REFUSED:stale_premise"
-        assert summary[variant]["forced"]["double_booked"] is False
-    assert summary["gate"]["trials"] == summary["gate+send_recheck"]["trials"] == 2
+    assert cell["pause_reached"] is True and cell["worker_exits"][0] == 0
+    assert cell["outage"]["when"].startswith("while the worker was paused after its last check")
+    # every check passed before the customer came, and nothing looks again after the pause point
+    assert first["answer"] == "booked"
+    assert cell["outage"]["customer_event"] in [e["id"] for e in cell["ground_truth"]["events_list"]]
+    assert len(_agent_events(cell)) == 1
 
 
-def test_an_agent_event_already_on_the_slot_is_not_a_double_booking_by_the_agent():
-    ours = {"id": "a1", "status": "confirmed", "start": {"dateTime": "2026-10-14T10:00:00Z"},
-            "end": {"dateTime": "2026-10-14T10:30:00Z"},
-            "extendedProperties": {"private": {"booking_request": "r1"}}}
-    theirs = {"id": "c1", "status": "confirmed", "start": ours["start"], "end": ours["end"]}
+def test_raced_trials_record_raw_observations_for_every_system(extra):
+    raced = extra["raced_dispatch"]
+    unforced = [t for t in raced["trials"] if t["kind"] == "unforced"]
 
-    assert grade([ours, theirs], "r1", 1, already_there=["a1"])["double_booked"] is False
-    assert grade([ours, theirs], "r1", 0, already_there=[])["double_booked"] is True
+    assert raced["pause_point"] == "before_request" and raced["trials_per_system"] == 2
+    assert sorted(t["system"] for t in unforced) == sorted(["no_check", "hand_check", "interlock_change_only"] * 2)
+    for trial in unforced:
+        assert trial["customer_insert"]["event_id"] == trial["customer_event"]
+        assert trial["started"] <= trial["customer_sent"] <= trial["customer_answered"]
+        assert trial["customer_event"] in [e["id"] for e in trial["events_after"]]
+        assert trial["checked_at"] is None or trial["started"] <= trial["checked_at"] <= trial["returned_at"]
+        assert (trial["checked_at"] is None) == (trial["agent_insert"] is None)  # no insert without the point
+        assert not {"slipped", "double_booked", "window_ms", "invariant_held"} & set(trial)
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--systems", "nope"], "--systems: unknown system 'nope'"),
-    (["--faults", "before_send/flood"], "--faults: unknown fault 'before_send/flood'"),
+    (["--systems", "nope"], "--systems: unknown 'nope'"),
+    (["--faults", "before_send/flood"], "--faults: unknown 'before_send/flood'"),
     (["--raced-trials", "x"], "--raced-trials"),
-    (["--live", "--faults", "network_cut/none"], "need the stand-in"),
+    (["--raced-trials", "-1"], "--raced-trials"),
+    (["--live", "--faults", "network_cut/none"], "local stand-in"),
     (["--bogus"], "unrecognized arguments"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, says, tmp_path, capsys):
     out = tmp_path / "calendar.json"
 
-    assert scenario_calendar.main([*argv, "--out", str(out)]) == 2
+    assert main(Calendar, [*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["--faults", "after_commit/none"], ["--raced-trials", "3"],
+                                  ["--systems", "no_check,hand_check,interlock,interlock_change_only"]])
+def test_a_reduced_run_needs_its_own_out_and_leaves_the_committed_file_alone(argv, capsys):
+    committed = ROOT / "results" / "scenarios" / "calendar.json"
+    before = committed.stat().st_mtime_ns if committed.exists() else None
+
+    assert main(Calendar, argv) == 2
+
+    err = capsys.readouterr().err
+    assert "--out" in err and err.count("\n") == 1
+    assert (committed.stat().st_mtime_ns if committed.exists() else None) == before
 
 
 def test_live_without_credentials_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -156,7 +190,7 @@ def test_live_without_credentials_is_one_line_and_writes_nothing(tmp_path, capsy
     out = tmp_path / "calendar.json"
 
     with pytest.raises(SystemExit) as exited:
-        scenario_calendar.main(["--live", "--out", str(out)])
+        main(Calendar, ["--live", "--out", str(out)])
 
     assert exited.value.code == 2
     err = capsys.readouterr().err
@@ -181,9 +215,9 @@ def test_ctrl_c_mid_run_stops_every_worker_removes_the_cells_and_writes_nothing(
     scratch.mkdir()
     out = tmp_path / "calendar.json"
     runner = subprocess.Popen(
-        [sys.executable, "-m", "experiments.scenario_calendar", "--faults", "after_commit/none", "before_send/none",
-         "--raced-trials", "0", "--out", str(out)],
-        cwd=Path(__file__).resolve().parents[1], env={**os.environ, "TMPDIR": str(scratch)},
+        [sys.executable, "-m", "experiments.calendar", "--faults", "after_commit/none,before_send/none",
+         "--systems", "no_check,hand_check,interlock,interlock_change_only", "--raced-trials", "0", "--out", str(out)],
+        cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
         stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert runner.stderr.readline().startswith("[1/8]")  # one cell done, the next one's worker is starting

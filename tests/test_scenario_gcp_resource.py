@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.scenario_gcp_resource import main
+from experiments.gcp_resource.scenario import GcpResource
+from experiments.runner import main as run_main
+from experiments.runner import parse_args, plan
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULE = "experiments.scenario_gcp_resource"
+MODULE = "experiments.gcp_resource"
 FAULT = "crash_after_commit_redeploy"
+SYSTEMS = "no_check,hand_check,interlock"
 
 
 def _runner(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
@@ -32,6 +35,14 @@ def _offline_env(tmp_path: Path, marker: str) -> dict[str, str]:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     return {**env, "TMPDIR": str(tmp), "INTERLOCK_TEST_RUN": marker}
+
+
+def _wait_for(condition, timeout: float = 30.0) -> None:
+    """Until the condition holds (the runner is into its second cell), with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the runner never reached its second cell"
+        time.sleep(0.005)
 
 
 def _tagged_processes(marker: str) -> list[str]:
@@ -48,14 +59,19 @@ def _tagged_processes(marker: str) -> list[str]:
     return found
 
 
+DERIVED = {"outcome", "want", "want_agent_writes", "want_live_writer", "invariant_held", "answer_matches_service",
+           "can_prove_what_happened", "record_says", "seconds_to_settle", "ground_truth", "first_worker_outcome",
+           "settle_from", "answer", "receipt"}
+
+
 @pytest.fixture(scope="module")
 def one_fault(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess]:
     """One fault x the three systems, run by the real runner; its result file and its process."""
     tmp_path = tmp_path_factory.mktemp("gcp")
     out = tmp_path / "gcp_resource.json"
     env = _offline_env(tmp_path, uuid.uuid4().hex)
-    done = subprocess.run([sys.executable, "-m", MODULE, "--faults", FAULT, "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", MODULE, "--faults", FAULT, "--systems", SYSTEMS, "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "tmp").iterdir()) == []
     return json.loads(out.read_text()), done
@@ -65,52 +81,53 @@ def _cell(result: dict, system: str) -> dict:
     return next(c for c in result["cells"] if c["system"] == system)
 
 
-def test_after_commit_redeploy_rows_score_as_published(one_fault):
-    result, _ = one_fault
-    rows = {c["system"]: (c["outcome"], len(c["ids"]["agent_write_generations"]), c["invariant_held"],
-                          c["answer_matches_service"], c["can_prove_what_happened"]) for c in result["cells"]}
-    assert rows == {
-        "no_check": ("WRITTEN", 2, False, True, False),
-        "hand_check": ("ALREADY_APPLIED", 1, True, True, True),
-        "interlock": ("COMMITTED_ON_QUERY", 1, True, True, True),
-    }
-
-
-def test_ground_truth_is_the_version_listing_with_every_writer(one_fault):
+def test_a_cell_holds_observations_and_no_derived_column(one_fault):
     result, _ = one_fault
     for cell in result["cells"]:
-        writers = [w for _, w in cell["ids"]["all_generations"]]
-        agent = cell["ids"]["agent_write_generations"]
-        assert cell["ground_truth_source"] == "versions"
-        assert writers[0] == "human-deploy" and "human-redeploy" in writers
-        assert [v["generation"] for v in cell["artifacts"]["gcs_versions_raw"]] == \
-            [g for g, _ in cell["ids"]["all_generations"]]
-        assert cell["artifacts"]["gcs_live_raw"]["generation"] == cell["ids"]["live_generation"]
-        assert cell["ground_truth"].startswith(f"{len(agent)} agent write(s) {agent!r}")
+        assert DERIVED.isdisjoint(cell) and DERIVED.isdisjoint(cell["ids"])
+        assert set(cell["timeline"]) == {"crashed_at", "first_exit_at", "outage_done_at", "restart_exit_at"}
 
 
-def test_first_worker_is_sigkilled_and_a_new_process_settles(one_fault):
+def test_the_version_listing_is_kept_raw_with_every_writer(one_fault):
     result, _ = one_fault
     for cell in result["cells"]:
-        artifacts = cell["artifacts"]
+        versions = cell["artifacts"]["gcs_versions_raw"]
+        writers = [v["metadata"]["writer"] for v in versions]
+        assert writers[0] == "human-deploy" and "human-redeploy" in writers and "agent" in writers
+        assert [v["generation"] for v in versions] == sorted((v["generation"] for v in versions), key=int)
+        assert versions[0]["generation"] == cell["ids"]["seed_generation"]
+        assert cell["artifacts"]["gcs_live_raw"]["generation"] == versions[-1]["generation"]
+    assert [v["metadata"]["writer"] for v in _cell(result, "no_check")["artifacts"]["gcs_versions_raw"]] == \
+        ["human-deploy", "agent", "human-redeploy", "agent"]
+
+
+def test_the_first_worker_is_sigkilled_and_the_timeline_follows_the_crash(one_fault):
+    result, _ = one_fault
+    for cell in result["cells"]:
+        artifacts, timeline = cell["artifacts"], cell["timeline"]
         assert cell["worker_exits"] == [-9, 0]
-        assert artifacts["worker_restart.out"] == cell["outcome"] + "\n"
+        assert artifacts["worker_restart.out"] == artifacts["outcome_restart.json"]["outcome"] + "\n"
         assert "outcome_decide.json" not in artifacts
-        settled = artifacts["outcome_restart.json"]["settled_at"] - float(artifacts["crashed_at"])
-        assert cell["seconds_to_settle"] == round(settled, 1)
+        assert timeline["crashed_at"] == float(artifacts["crashed_at"])
+        assert timeline["crashed_at"] <= timeline["first_exit_at"] <= timeline["outage_done_at"]
+        settled = artifacts["outcome_restart.json"]["settled_at"]
+        assert timeline["outage_done_at"] < settled <= timeline["restart_exit_at"]
 
 
-def test_each_system_keeps_its_own_record(one_fault):
+def test_each_system_keeps_the_record_the_published_baselines_kept(one_fault):
     result, _ = one_fault
-    hand = _cell(result, "hand_check")
+    hand, blind, gate = (_cell(result, s) for s in ("hand_check", "no_check", "interlock"))
     assert [line["event"] for line in hand["artifacts"]["log.jsonl"]] == ["send", "send", "result"]
-    assert hand["record_says"]["checks"][0].startswith(f"ifGenerationMatch={hand['ids']['decided_on_generation']};")
+    assert hand["artifacts"]["log.jsonl"][0]["check"] == (
+        f"ifGenerationMatch={hand['ids']['decided_on_generation']}; on 412 list versions for "
+        f"job_id={hand['artifacts']['job.json']['job_id']}")
+    assert hand["artifacts"]["outcome_restart.json"]["outcome"] == "ALREADY_APPLIED"
+    assert [line["check"] for line in blind["artifacts"]["log.jsonl"] if line["event"] == "send"] == [None, None]
+    assert blind["artifacts"]["outcome_restart.json"]["outcome"] == "WRITTEN"
     assert hand["artifacts"]["job.json"]["metadata"]["job_id"] == hand["artifacts"]["job.json"]["job_id"]
-    assert _cell(result, "no_check")["record_says"]["agent_writes"] is None
-    gate = _cell(result, "interlock")
-    assert gate["ids"]["journal"][-1] == "COMMITTED via recovery-query"
-    assert gate["ids"]["receipt"]["valid"] is True
-    assert gate["record_says"]["agent_writes"] == gate["ids"]["agent_write_generations"]
+    assert [e["kind"] for e in gate["artifacts"]["journal.jsonl"]] == ["PROPOSED", "AUTHORIZED", "DISPATCHED",
+                                                                       "COMMITTED"]
+    assert gate["artifacts"]["outcome_restart.json"]["ids"]["journal"][-1] == "COMMITTED via recovery-query"
     assert gate["artifacts"]["log.jsonl"] == [] and hand["artifacts"]["journal.jsonl"] == []
 
 
@@ -122,19 +139,6 @@ def test_result_is_labelled_as_stand_in_and_scripted(one_fault):
     assert provenance["decider"] == "offline-scripted"
     assert {c["decision"]["model"] for c in result["cells"]} == {"offline-scripted"}
     assert "[3/3]" in done.stderr
-
-
-def test_pipeline_rejudges_the_same_columns(one_fault, tmp_path):
-    from pipeline.derive import derive
-
-    result, _ = one_fault
-    path = tmp_path / "gcp_resource.json"
-    path.write_text(json.dumps(result))
-    for cell, judged in zip(result["cells"], derive(path).cells):
-        assert (judged.outcome, judged.invariant_held, judged.answer_matches, judged.can_prove,
-                judged.seconds_to_settle) == (cell["outcome"], cell["invariant_held"],
-                                              cell["answer_matches_service"], cell["can_prove_what_happened"],
-                                              cell["seconds_to_settle"])
 
 
 def test_a_worker_loads_the_storage_client_only():
@@ -154,16 +158,36 @@ def test_a_worker_loads_the_storage_client_only():
     (["--faults", "no_such_fault"], "no_such_fault"),
     (["--systems", ""], "--systems"),
     (["--frobnicate"], "--frobnicate"),
-    (["--live", "--faults", "cut_after_commit_no_change"], "recording proxy"),
+    (["--live", "--faults", "cut_after_commit_no_change"], "local stand-in"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, names, capsys, tmp_path):
     out = tmp_path / "never.json"
 
-    assert main([*argv, "--out", str(out)]) == 2
+    assert run_main(GcpResource, [*argv, "--out", str(out)]) == 2
 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and names in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["--faults", FAULT], ["--systems", "interlock"], ["--systems", "interlock_ttl"]])
+def test_a_run_of_part_of_the_faults_or_systems_needs_its_own_out(argv, capsys):
+    committed = ROOT / "results" / "scenarios" / "gcp_resource.json"
+    before = committed.stat().st_mtime_ns if committed.exists() else None
+
+    assert run_main(GcpResource, argv) == 2
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err
+    assert (committed.stat().st_mtime_ns if committed.exists() else None) == before
+
+
+def test_a_complete_run_has_the_ttl_control_on_one_before_send_and_one_after_commit_row_only(tmp_path):
+    cells = plan(GcpResource, parse_args(GcpResource, ["--out", str(tmp_path / "all.json")]))
+    control = [fault.name for fault, system in cells if system == "interlock_ttl"]
+
+    assert control == ["crash_before_send_redeploy", "crash_after_commit_redeploy"]
+    assert len(cells) == 3 * len(GcpResource.faults) + 2
 
 
 def test_live_without_credentials_exits_2_before_writing(tmp_path):
@@ -184,12 +208,13 @@ def test_ctrl_c_mid_run_leaves_no_process_or_file(tmp_path):
     """Workers run in their own sessions, so the runner outlives the signal long enough to stop them and clean up."""
     marker = uuid.uuid4().hex
     out = tmp_path / "never.json"
-    runner = _runner(["--faults", "crash_before_send_redeploy", "--out", str(out)], _offline_env(tmp_path, marker),
+    runner = _runner(["--faults", "crash_before_send_redeploy", "--systems", SYSTEMS, "--out", str(out)],
+                     _offline_env(tmp_path, marker),
                      start_new_session=True)
     try:
         line = runner.stderr.readline()  # the stand-ins log a killed worker's reset to their own logs, not here
         assert line.startswith("[1/3]"), f"the runner's first line is not its first cell: {line!r}"
-        time.sleep(0.3)  # into the second cell, with its workers running
+        _wait_for(lambda: any((tmp_path / "tmp").glob("interlock-*/cells/*/hand_check/decision.json")))
         os.killpg(runner.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the runner's group (fake-gcs-server has its own)
         _, err = runner.communicate(timeout=30)
     finally:

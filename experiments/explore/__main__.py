@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments.atomic import write_json
 from experiments.explore.checks import check
 from experiments.explore.hazards import HAZARDS, JOURNALS, SHORT_TTL, hazard_named, result_name
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
@@ -26,7 +27,7 @@ from experiments.explore.processes import Forker
 from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
 from experiments.explore.tally import Tally, in_window
-from experiments.harness import provenance, terminate_as_interrupt, write_result
+from experiments.harness import provenance, terminate_as_interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "results" / "reliability"
@@ -103,6 +104,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--replay", type=int, metavar="SEED", help="run the schedule of this seed and show it")
     parser.add_argument("--check", type=Path, metavar="HISTORY", help="count a stored history again and print it")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the result files and history/")
+    parser.add_argument("--until", metavar="HH:MM[:SS]", default=None,
+                        help="start no run after this UTC time today; the result counts the schedules every "
+                             "system finished, from the first seed on")
     args = parser.parse_args(argv)
     chosen = None
     if args.systems is not None:
@@ -117,6 +121,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         raise _Usage("--schedules, --pg-schedules, --baseline-schedules and --jobs must be at least 1")
     if args.replay is not None and (args.scenario == "all" or args.hazard == "all"):
         raise _Usage("--replay needs --scenario and one --hazard")
+    if args.until is not None:
+        try:
+            hour, minute, second = (int(part) for part in (args.until + ":0").split(":")[:3])
+            args.until = datetime.now(timezone.utc).replace(hour=hour, minute=minute, second=second,
+                                                            microsecond=0).timestamp()
+        except ValueError:
+            raise _Usage(f"--until: expected HH:MM[:SS] (UTC), got {args.until!r}") from None
     args.plans = []
     for hazard in HAZARDS.values() if args.hazard == "all" else (hazard_named(args.hazard),):
         journals = hazard.journals if args.journal is None and args.hazard == "all" else (args.journal or "jsonl",)
@@ -143,30 +154,31 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
     scenario = plan.scenario
     history_path = args.out / "history" / plan.name.replace(".json", ".jsonl.gz")
     began = time.monotonic()
-    done = [0]
     lock = threading.Lock()
-    total = sum(plan.seeds(system) for system in plan.systems)
+    rows: dict[tuple[int, str], dict[str, Any]] = {}
+    wanted = [(seed, system) for seed in range(args.seed, args.seed + plan.schedules) for system in plan.systems
+              if seed < args.seed + plan.seeds(system)]
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
-            world(scenario, Path(tmp) / "services", plan.journal) as chosen, HistoryWriter(history_path) as history:
+            world(scenario, Path(tmp) / "services", plan.journal) as chosen:
 
         def one(seed: int, system: str) -> None:
+            if args.until is not None and time.time() >= args.until:
+                return  # past the deadline: the run ends with the schedules already complete
             schedule = schedule_for(scenario, seed, plan.hazard, plan.journal)
             row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
-            history.add(row)
             found = check(row)
             with lock:
-                done[0] += 1
+                rows[(seed, system)] = row
                 if found and system == "interlock" and not in_window(row):
                     print(f"explore: {scenario} {plan.hazard} {system} violated "
                           f"{', '.join(dict.fromkeys(v.kind for v in found))}: {schedule.replay}", file=sys.stderr)
-                if done[0] % 50 == 0 or done[0] == total:
-                    print(f"explore: {plan.name} {done[0]}/{total} runs "
+                if len(rows) % 50 == 0 or len(rows) == len(wanted):
+                    print(f"explore: {plan.name} {len(rows)}/{len(wanted)} runs "
                           f"({time.monotonic() - began:.0f}s)", file=sys.stderr)
 
         pool = ThreadPoolExecutor(plan.jobs)
         try:
-            futures = [pool.submit(one, seed, system) for seed in range(args.seed, args.seed + plan.schedules)
-                       for system in plan.systems if seed < args.seed + plan.seeds(system)]
+            futures = [pool.submit(one, seed, system) for seed, system in wanted]
             for future in futures:
                 future.result()
         except BaseException:  # interrupted: drop the queued runs and kill the running workers
@@ -175,21 +187,36 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
             raise
         finally:
             pool.shutdown(wait=True)
+    # The schedules every system finished, from the first seed on without a gap (all of them unless a deadline
+    # came first): only those go into the history, so its counts are those of a complete run of that many seeds.
+    complete = next((seed - args.seed for seed, system in wanted if (seed, system) not in rows), plan.schedules)
+    if complete == 0:
+        raise NoCompleteSchedule(f"{plan.name}: no schedule was complete for every system before the deadline")
+    with HistoryWriter(history_path) as history:
+        for seed, system in wanted:
+            if seed < args.seed + complete:
+                history.add(rows[(seed, system)])
         history.complete()
     seconds = time.monotonic() - began
+    runs = sum(1 for seed, _ in wanted if seed < args.seed + complete)
     return summarize(history_path, args.out, {
         "command": (f"python -m experiments.explore --scenario {scenario} --hazard {plan.hazard} --journal "
-                    f"{plan.journal} --systems {','.join(plan.systems)} --schedules {plan.schedules} "
-                    f"--baseline-schedules {plan.baseline_schedules} --seed {args.seed}"),
+                    f"{plan.journal} --systems {','.join(plan.systems)} --schedules {complete} "
+                    f"--baseline-schedules {min(complete, plan.baseline_schedules)} --seed {args.seed}"),
         "provenance": provenance("python -m experiments.explore",
                                  {"service": SERVICES[scenario], "journal": JOURNAL_BACKENDS[plan.journal]},
                                  "offline-scripted (no model)", _claims(scenario)),
-        "seeds": {"first": args.seed, "count": plan.schedules,
-                  "per_system": {system: plan.seeds(system) for system in plan.systems}},
+        "seeds": {"first": args.seed, "count": complete, "planned": plan.schedules,
+                  "stopped_at_deadline": complete < plan.schedules,
+                  "per_system": {system: min(complete, plan.seeds(system)) for system in plan.systems}},
         "seconds": round(seconds, 1),
-        "seconds_per_run": round(seconds * plan.jobs / total, 3),
+        "seconds_per_run": round(seconds * plan.jobs / runs, 3),
         "jobs": plan.jobs,
     })
+
+
+class NoCompleteSchedule(Exception):
+    """A deadline came before any schedule was finished by every system: there is nothing to write."""
 
 
 def _claims(scenario: str) -> dict[str, Any]:
@@ -292,9 +319,14 @@ def main(argv: list[str] | None = None) -> int:
                 return replay(args, forker)
             failed = False
             for plan in args.plans:
-                result = explore(plan, args, forker)
+                try:
+                    result = explore(plan, args, forker)
+                except NoCompleteSchedule as exc:
+                    print(f"explore: {exc}; nothing written", file=sys.stderr)
+                    failed = True
+                    continue
                 path = args.out / plan.name
-                write_result(path, result)
+                write_json(path, result)
                 gate = result["systems"].get("interlock")
                 failed |= bool(gate and gate["violated"])
                 print(f"explore: wrote {path} ({result['history']['rows']} runs of {plan.schedules} schedules in "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import crash
-from experiments.harness import write_result
+from experiments.atomic import write_json
 from experiments.journals import JOURNAL_URL_ENV
 
 SYSTEMS = ("no_check", "hand_check", "interlock")
@@ -149,7 +149,7 @@ def baseline(system: str, phase: str, case_dir: Path, case: dict[str, Any], ledg
     the service's record of the job (hand_check); each logs its send before sending and its result after."""
     job_path = case_dir / JOB_FILE
     if phase == "decide" and not job_path.exists():
-        write_result(job_path, {"effect_id": case["effect_id"], "decided_version": case["decided_version"]})
+        write_json(job_path, {"effect_id": case["effect_id"], "decided_version": case["decided_version"]})
     job = json.loads(job_path.read_text())
     if "done" in job:
         return job["done"]
@@ -174,7 +174,7 @@ def baseline(system: str, phase: str, case_dir: Path, case: dict[str, Any], ledg
 
 def _done(case_dir: Path, system: str, phase: str, job: dict[str, Any], outcome: str) -> str:
     _log(case_dir, system, phase, event="result", outcome=outcome)
-    write_result(case_dir / JOB_FILE, {**job, "done": outcome})
+    write_json(case_dir / JOB_FILE, {**job, "done": outcome})
     return outcome
 
 

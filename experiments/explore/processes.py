@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", "experiments.gcp_resource.baselines",
-           "experiments.booking.worker", "experiments.booking.systems", "experiments.deciders",
+           "experiments.calendar.worker", "experiments.calendar.systems", "experiments.deciders",
            "experiments.explore.ledger_worker"]
 # Variables a worker takes only from its schedule, never from the explorer's own environment.
 ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL",

@@ -25,7 +25,7 @@ from interlock import effect_id_for
 
 from experiments.explore.hazards import SHORT_TTL
 from experiments.explore.ledger_worker import CLAIM_TTL_ENV
-from experiments.harness import write_result
+from experiments.atomic import write_json
 from experiments.journals import JOURNAL_URL_ENV
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -137,8 +137,8 @@ class GcpWorld(JournalChoice):
         self._upload(name, "v42", gcp.HUMAN_DEPLOY, if_generation_match=0)
         case = {"bucket": self.bucket, "object": name, "incident_id": gcp.INCIDENT_ID,
                 "incident": gcp.incident_text(self.bucket, name)}
-        write_result(directory / gcp.CASE_FILE, case)
-        write_result(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
+        write_json(directory / gcp.CASE_FILE, case)
+        write_json(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
 
         def get_config() -> dict[str, Any]:
             blob = self.client.bucket(self.bucket).get_blob(name)
@@ -150,7 +150,7 @@ class GcpWorld(JournalChoice):
 
     def argv(self, case: Case, phase: str) -> list[str]:
         """The worker's command line."""
-        return [case.system, phase, str(case.directory)]
+        return ["--case", str(case.directory), "--system", case.system, "--phase", phase]
 
     def arm_cut(self, case: Case) -> None:
         """Lose the answer of the next agent upload of this object that the store commits."""
@@ -165,7 +165,7 @@ class GcpWorld(JournalChoice):
         if action == "human_write":
             self._upload(case.ids["object"], "v43", gcp.HUMAN_REDEPLOY)
         else:
-            write_result(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
+            write_json(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
 
     def truth(self, case: Case) -> Truth:
         """Agent writes from the proxy's write log (answered 200, or committed and cut); live ones from the listing."""
@@ -189,7 +189,7 @@ class CalendarWorld(JournalChoice):
     """The Calendar v3 stand-in; one 30-minute slot and one booking request per run."""
 
     scenario = "calendar"
-    module = "experiments.booking.worker"
+    module = "experiments.calendar.worker"
     journal = "journal.jsonl"
     log = "worker.log"
     calendar_id = "primary"
@@ -204,7 +204,7 @@ class CalendarWorld(JournalChoice):
     @staticmethod
     def services(stack: contextlib.ExitStack, work: Path) -> CalendarWorld:
         """Start the Calendar stand-in for the whole exploration."""
-        from experiments.booking.service import CALENDAR_URL, calendar_service
+        from experiments.clients import CALENDAR_URL, calendar_service
         from experiments.services import calendar_standin
 
         standin = stack.enter_context(calendar_standin(work / "calendar-writes.jsonl"))
@@ -215,12 +215,12 @@ class CalendarWorld(JournalChoice):
     def setup(self, directory: Path, schedule: Any, system: str) -> Case:
         """A live request for a fresh slot; the first worker decides it, as in the scenario."""
         seed = schedule.seed
-        from experiments.booking import baseline_event_id, new_request, write_request
+        from experiments.calendar.request import baseline_event_id, new_request, write_request
 
         start = self.base + timedelta(hours=next(self.slots))
         slot_start, slot_end = _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
         request_id = f"explore{seed}{system.replace('_', '')}"
-        write_result(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
+        write_json(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
                                          "slot_start": slot_start, "slot_end": slot_end, "system": system})
         write_request(directory / "request.json", new_request(request_id, slot_start))
         effect_id = effect_id_for(f"booking:{request_id}")
@@ -239,7 +239,7 @@ class CalendarWorld(JournalChoice):
 
     def act(self, case: Case, action: str) -> None:
         """A customer event lands on the slot, or the booking request is cancelled."""
-        from experiments.booking import customer_event, read_request, write_request
+        from experiments.calendar.request import customer_event, read_request, write_request
 
         if action == "slot_taken":
             self.service.events().insert(calendarId=self.calendar_id,
@@ -250,14 +250,14 @@ class CalendarWorld(JournalChoice):
 
     def truth(self, case: Case) -> Truth:
         """Agent inserts from the stand-in's write log; live agent events from events.list on the slot."""
-        from experiments.booking.grade import booking_request
-        from experiments.booking.service import slot_events
+        from experiments.calendar.service import slot_events
 
         ours = case.ids["event_id"]
         writes = [(e["event_id"], float(e["ts"])) for e in self.standin.write_log()
                   if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200]
         events = slot_events(self.service, self.calendar_id, *case.ids["slot"])
-        live = sum(booking_request(e) == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
+        live = sum(((e.get("extendedProperties") or {}).get("private") or {}).get("booking_request")
+                   == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
         return Truth(writes, live)
 
 
@@ -297,10 +297,10 @@ class LedgerWorld(JournalChoice):
         key = f"ledger:explore:{run}"
         effect_id = effect_id_for(key)
         resource = f"account-{run}"
-        write_result(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
+        write_json(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
                                          "key": key, "effect_id": effect_id, "decided_version": 0,
                                          "fence": schedule.fence})
-        write_result(directory / "lease.json", {"status": "live"})
+        write_json(directory / "lease.json", {"status": "live"})
         return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
 
     def argv(self, case: Case, phase: str) -> list[str]:
@@ -312,7 +312,7 @@ class LedgerWorld(JournalChoice):
         if action == "balance_moved":
             case.ids["ledger"].human_write(case.ids["resource"], "human")
         else:
-            write_result(case.directory / "lease.json", {"status": "revoked"})
+            write_json(case.directory / "lease.json", {"status": "revoked"})
 
     def raise_env(self, point: str) -> dict[str, str]:
         """Plant a bug in the first sender's send function."""

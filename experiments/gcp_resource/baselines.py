@@ -1,6 +1,13 @@
-"""The two baselines: a job from an at-least-once queue (job.json), sent plainly (no_check) or under the store's
-own compare-and-swap with a job-id lookup on 412 (hand_check). Each logs its send before sending and its result
-after, to log.jsonl."""
+"""The rollback without the gate, as a team would run it: the decided rollback is a message on an at-least-once
+queue (the case's job.json), handed again to a restarted worker until it is acknowledged.
+
+- `no_check` uploads the message's body as it is;
+- `hand_check` uploads it under the store's compare-and-swap (ifGenerationMatch on the generation the rollback
+  was decided on), and after a 412 asks the version listing whether an earlier delivery of this job landed.
+
+Both keep log.jsonl as their record: a `send` line naming the check made, written before every upload, and a
+`result` line after it.
+"""
 
 from __future__ import annotations
 
@@ -13,73 +20,95 @@ from typing import Any
 from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
 
-from experiments import crash
+from interlock.hooks import Hooks
 
+from experiments import crash, outcomes
+from experiments.atomic import write_json
 from experiments.gcp_resource.case import AGENT, AGENT_WRITER, INCIDENT_ID, JOB_FILE, LOG_FILE, WRITER_KEY, read_json
-from experiments.harness import write_result
+from experiments.phases import DECIDE
 
 NO_CHECK, HAND_CHECK = "no_check", "hand_check"
 
 
-def enqueue(case_dir: Path, case: dict[str, Any], decision: dict[str, Any], body: str) -> None:
-    """Put the decided rollback on the queue: the message the restart worker gets again until it is marked done."""
-    job_id = uuid.uuid4().hex
-    write_result(case_dir / JOB_FILE, {
-        "bucket": case["bucket"], "object": case["object"], "body": body,
-        "metadata": {WRITER_KEY: AGENT_WRITER, "incident": INCIDENT_ID, "job_id": job_id},
-        "generation": decision["generation"], "job_id": job_id,
-    })
+class JobQueue:
+    """The queue holding the case's one rollback message; an acknowledged message keeps its outcome."""
+
+    def __init__(self, case_dir: Path):
+        self.path = Path(case_dir) / JOB_FILE
+
+    def put(self, case: dict[str, Any], decision: dict[str, Any], body: str) -> None:
+        """Queue the decided rollback under a fresh job id, which every agent upload of it carries."""
+        job_id = uuid.uuid4().hex
+        write_json(self.path, {
+            "bucket": case["bucket"], "object": case["object"], "body": body,
+            "metadata": {WRITER_KEY: AGENT_WRITER, "incident": INCIDENT_ID, "job_id": job_id},
+            "generation": decision["generation"], "job_id": job_id,
+        })
+
+    def take(self) -> dict[str, Any]:
+        """The message, delivered again and again until `ack`."""
+        return read_json(self.path)
+
+    def ack(self, message: dict[str, Any], outcome: str, ids: dict[str, Any]) -> None:
+        """Mark the message done with what the delivery found."""
+        write_json(self.path, {**message, "done": [outcome, ids]})
 
 
-def run_job(system: str, phase: str, case_dir: Path, client: storage.Client) -> tuple[str, dict[str, Any]]:
-    """Process the queued job once; an acknowledged (done) job is not delivered again."""
-    job = read_json(case_dir / JOB_FILE)
-    if "done" in job:
-        outcome, ids = job["done"]
+class SendLog:
+    """log.jsonl: one JSON line per event, appended (and in the kernel) before the step that follows it."""
+
+    def __init__(self, case_dir: Path, system: str, phase: str):
+        self.path, self.system, self.phase = Path(case_dir) / LOG_FILE, system, phase
+
+    def add(self, event: str, **fields: Any) -> None:
+        """Append one line stamped with the time, the agent, the system and the worker's phase."""
+        line = {"ts": time.time(), "agent": AGENT, "system": self.system, "phase": self.phase, "event": event,
+                **fields}
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+def deliver(system: str, phase: str, case_dir: Path, client: storage.Client,
+            hook: Hooks) -> tuple[str, dict[str, Any]]:
+    """Handle one delivery of the queued rollback; a message already acknowledged is not acted on again."""
+    queue = JobQueue(case_dir)
+    message = queue.take()
+    if "done" in message:
+        outcome, ids = message["done"]
         return outcome, ids
-    check = None
-    if system == HAND_CHECK:
-        check = f"ifGenerationMatch={job['generation']}; on 412 list versions for job_id={job['job_id']}"
-    log = _Log(case_dir / LOG_FILE, system, phase)
-    log.write(event="send", object=job["object"], check=check)
-    crash.reach(crash.BEFORE_SEND if phase == "decide" else crash.RECOVERY_BEFORE_RESEND)
-    blob = client.bucket(job["bucket"]).blob(job["object"])
-    blob.metadata = job["metadata"]
+    guarded = system == HAND_CHECK
+    check = (f"ifGenerationMatch={message['generation']}; on 412 list versions for job_id={message['job_id']}"
+             if guarded else None)
+    log = SendLog(case_dir, system, phase)
+    log.add("send", object=message["object"], check=check)
+    hook.reach(crash.BEFORE_SEND if phase == DECIDE else crash.RECOVERY_BEFORE_RESEND)
+    hook.reach(crash.BEFORE_REQUEST)
+    blob = client.bucket(message["bucket"]).blob(message["object"])
+    blob.metadata = message["metadata"]
+    precondition = {"if_generation_match": int(message["generation"])} if guarded else {}
     try:
-        blob.upload_from_string(job["body"], content_type="application/json", retry=None,
-                                if_generation_match=int(job["generation"]) if check else None)
+        blob.upload_from_string(message["body"], content_type="application/json", retry=None, **precondition)
     except PreconditionFailed:
-        outcome, ids = _look_up(client, job)
+        outcome, ids = _earlier_delivery(client, message)
     else:
-        crash.reach(crash.AFTER_COMMIT)
-        outcome, ids = "WRITTEN", {"generation": str(blob.generation)}
-    log.write(event="result", outcome=outcome, ids=ids)
-    write_result(case_dir / JOB_FILE, {**job, "done": [outcome, ids]})
+        hook.reach(crash.AFTER_COMMIT)
+        outcome, ids = outcomes.WRITTEN, {"generation": str(blob.generation)}
+    log.add("result", outcome=outcome, ids=ids)
+    queue.ack(message, outcome, ids)
     return outcome, ids
 
 
-def _look_up(client: storage.Client, job: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """After a 412: did an earlier delivery of this job land? The version listing answers by the job id."""
-    versions = client.list_blobs(job["bucket"], prefix=job["object"], versions="true")
-    found = sorted((b for b in versions if b.name == job["object"]
-                    and (b.metadata or {}).get("job_id") == job["job_id"]), key=lambda b: b.generation)
+def _earlier_delivery(client: storage.Client, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The 412 came from someone's newer write, or from this very job landing before a crash: the uploads that
+    carry this job's id in the version listing tell which."""
+    bucket, name = message["bucket"], message["object"]
+    mine = [str(b.generation) for b in sorted(client.list_blobs(bucket, prefix=name, versions="true"),
+                                              key=lambda b: b.generation)
+            if b.name == name and (b.metadata or {}).get("job_id") == message["job_id"]]
     try:
-        live = client.bucket(job["bucket"]).get_blob(job["object"])
+        live = client.bucket(bucket).get_blob(name)
     except NotFound:
         live = None
-    ids = {"writes_found": [str(b.generation) for b in found],
-           "live_generation": str(live.generation) if live else None,
+    ids = {"writes_found": mine, "live_generation": str(live.generation) if live else None,
            "live_writer": (live.metadata or {}).get(WRITER_KEY) if live else None}
-    return ("ALREADY_APPLIED" if found else "PRECONDITION_FAILED"), ids
-
-
-class _Log:
-    """log.jsonl: one line per send (with the check it makes) and per result, appended as they happen."""
-
-    def __init__(self, path: Path, system: str, phase: str):
-        self.path, self.system, self.phase = path, system, phase
-
-    def write(self, **fields: Any) -> None:
-        line = {"ts": time.time(), "agent": AGENT, "system": self.system, "phase": self.phase, **fields}
-        with open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(line) + "\n")
+    return (outcomes.ALREADY_APPLIED if mine else outcomes.PRECONDITION_FAILED), ids

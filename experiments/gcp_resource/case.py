@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,6 @@ DECISION_FILE = "decision.json"
 JOB_FILE = "job.json"
 LOG_FILE = "log.jsonl"
 JOURNAL_FILE = "journal.jsonl"
-CRASH_MARKER = "crashed_at"
-PAUSE_FILE = "paused"
 
 
 def body(version: str) -> str:
@@ -62,22 +59,17 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-@dataclass(frozen=True)
 class IncidentLease:
-    """The open incident is the authority for the rollback: the lease store is the case's incident.json."""
+    """The rollback's authority: incident INC-2207 as the case's lease store (incident.json) holds it right now."""
 
-    path: Path
-    incident: str = INCIDENT_ID
-
-    def status(self) -> str | None:
-        """The incident's status in the lease store, None when the store does not name it."""
-        return read_json(self.path).get(self.incident)
-
-    def is_live(self) -> bool:
-        """Live while the incident is open."""
-        return self.status() == "open"
+    def __init__(self, store: Path):
+        self.store = Path(store)
 
     def describe(self) -> dict[str, Any]:
-        """Journaled with every check."""
-        status = self.status()
-        return {"incident": self.incident, "status": status, "revoked": None if status == "open" else status}
+        """What every check journals: the incident, its status, and the status that ended it (None while open)."""
+        status = read_json(self.store).get(INCIDENT_ID)
+        return {"incident": INCIDENT_ID, "status": status, "revoked": None if status == "open" else status}
+
+    def is_live(self) -> bool:
+        """An incident that is no longer open withdraws the approval of the rollback."""
+        return self.describe()["status"] == "open"

@@ -14,7 +14,7 @@ from typing import Any
 
 from googleapiclient.errors import HttpError
 
-from experiments.booking.request import baseline_event_id, event_body
+from experiments.calendar.request import baseline_event_id, event_body
 from experiments.peers.job import PeerJob
 from experiments.peers.points import Points
 from experiments.peers.run import run_peer

@@ -18,7 +18,7 @@ from google.cloud import storage
 
 from experiments.gcp_resource.case import (AGENT_WRITER, CASE_FILE, DECISION_FILE, INCIDENT_ID, WRITER_KEY, body,
                                            read_json)
-from experiments.harness import write_result
+from experiments.atomic import write_json
 from experiments.peers.job import PeerJob
 from experiments.peers.points import Points
 from experiments.peers.run import run_peer
@@ -39,7 +39,7 @@ def peer_job(case_dir: Path, phase: str, client: storage.Client, reach: Callable
     if not path.exists():
         case, decision = read_json(case_dir / CASE_FILE), read_json(case_dir / DECISION_FILE)
         job_id = uuid.uuid4().hex
-        write_result(path, {"job_id": job_id, "request": {
+        write_json(path, {"job_id": job_id, "request": {
             "bucket": case["bucket"], "object": case["object"], "body": body(decision["to_version"]),
             "metadata": {WRITER_KEY: AGENT_WRITER, "incident": INCIDENT_ID, "job_id": job_id},
             "if_generation_match": str(decision["generation"])}})

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from interlock.hooks import (AFTER_COMMIT, BEFORE_REQUEST, BEFORE_SEND, RECOVERY_AFTER_RESEND,
-                             RECOVERY_BEFORE_RESEND)
+from experiments import crash
+from experiments.phases import DECIDE
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,12 @@ class Points:
 
     def before_request(self) -> None:
         """Right before the request leaves (a peer has no last look, so `before_request` follows at once)."""
-        if self.phase == "decide":
-            self.reach(BEFORE_SEND)
-            self.reach(BEFORE_REQUEST)
+        if self.phase == DECIDE:
+            self.reach(crash.BEFORE_SEND)
+            self.reach(crash.BEFORE_REQUEST)
         else:
-            self.reach(RECOVERY_BEFORE_RESEND)
+            self.reach(crash.RECOVERY_BEFORE_RESEND)
 
     def after_answer(self) -> None:
         """The service answered; nothing is recorded yet."""
-        self.reach(AFTER_COMMIT if self.phase == "decide" else RECOVERY_AFTER_RESEND)
+        self.reach(crash.AFTER_COMMIT if self.phase == DECIDE else crash.RECOVERY_AFTER_RESEND)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from experiments.harness import write_result as write_json
+from experiments.atomic import write_json
 from experiments.journals import JOURNAL_URL_ENV
 from experiments.peers.job import DBOS_STEP, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, PeerJob, record_file
 

@@ -81,8 +81,7 @@ class PgClaims:
         self._held: dict[str, PgClaim] = {}
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
-        with self._lock:
-            self._session()
+        self._run(lambda conn: None, "connect")
 
     def close(self) -> None:
         """Stop renewing and end the claims session: held claims not in a request are free at once."""
@@ -101,9 +100,9 @@ class PgClaims:
         deadline = time.monotonic() + wait
         holder = uuid.uuid4().hex
         while True:
-            epoch, taken = self._run(lambda conn: conn.execute(
-                "SELECT * FROM interlock_claim(%s, %s, %s, %s)",
-                (effect_id, holder, self.owner, self.ttl)).fetchone(), f"claim {effect_id}")
+            epoch, taken = self._run(lambda conn: _one(conn.execute(
+                "SELECT * FROM interlock_claim(%s, %s, %s, %s)", (effect_id, holder, self.owner, self.ttl))),
+                f"claim {effect_id}")
             if epoch is not None:
                 claim = PgClaim(effect_id, epoch, holder, taken, self)
                 self.journal.fence(effect_id, epoch, holder)
@@ -202,6 +201,12 @@ class PgClaims:
             conn.execute(_REBIND, mine)
         self._conn = conn
         return conn
+
+
+def _one(cur: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    row: tuple[Any, ...] | None = cur.fetchone()
+    assert row is not None, "a function call returns one row"
+    return row
 
 
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).

@@ -25,7 +25,7 @@ Guard = str | Callable[[], list[str]]
 RECONNECT_SECONDS = 3.0  # how long a call waits for the database to come back (a restart takes about a second)
 RECONNECT_POLL_SECONDS = 0.05
 T = TypeVar("T")
-_guarding: ContextVar[psycopg.Cursor[Any] | None] = ContextVar("interlock_pg_guarding", default=None)
+_guarding: ContextVar[_Guarding | None] = ContextVar("interlock_pg_guarding", default=None)
 
 
 class PgJournal:
@@ -39,10 +39,12 @@ class PgJournal:
     before it is durable: a process taking over a claim from a live lease commits its takeover synchronously,
     so it never decides on an entry a server crash could take back; only a reader without the claim (an export
     taken in that instant) can see one. Unique constraints refuse a forked chain even from a writer that skips
-    the function. An append for an effect whose claim this process holds is fenced on the
-    claim's epoch. Every session pins READ COMMITTED, whatever the database's default, since each statement of
-    an append must see the entry committed just before it. Database failures surface as JournalUnavailable
-    (saying what is known of the effect's send) or ClaimLost, never as driver errors.
+    the function. An append for an effect whose claim this process holds is fenced on the claim's epoch.
+
+    Every session pins READ COMMITTED, whatever the database's default, since each statement of an append must
+    see the entry committed just before it. Database failures surface as JournalUnavailable (saying what is
+    known of the effect's send) or ClaimLost, never as driver errors; a database away for a moment (a restart,
+    a terminated session) is waited for, and an append retried then is recognised by its token, never doubled.
     """
 
     def __init__(self, url: str):
@@ -123,8 +125,8 @@ class PgJournal:
         def read(conn: psycopg.Connection[Any]) -> list[EffectRecord]:
             cur = conn.cursor()
             ids = [row[0] for row in cur.execute(
-                "SELECT DISTINCT effect_id FROM interlock_journal WHERE kind = ANY(%s) AND interlock_open_send(effect_id)",
-                (sorted(SENDS),)).fetchall()]
+                "SELECT DISTINCT effect_id FROM interlock_journal"
+                " WHERE kind = ANY(%s) AND interlock_open_send(effect_id)", (sorted(SENDS),)).fetchall()]
             records = [_fold(cur, eid) for eid in sorted(ids)]
             return [r for r in records if r is not None and r.open_dispatch]
 
@@ -164,11 +166,11 @@ class PgJournal:
         """One column of one row; inside a dispatch guard the row is locked FOR SHARE until the dispatch commits."""
         query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
             sql.Identifier(column), sql.Identifier(table), sql.Identifier(key_column))
-        cur = _guarding.get()
-        if cur is None:
+        guarding = _guarding.get()
+        if guarding is None:
             row = self._read(lambda conn: conn.execute(query, (key,)).fetchone(), f"{table}.{column}", None)
         else:
-            row = cur.execute(query + sql.SQL(" FOR SHARE"), (key,)).fetchone()
+            row = guarding.cursor().execute(query + sql.SQL(" FOR SHARE"), (key,)).fetchone()
         return None if row is None else row[0]
 
     def fence(self, effect_id: str, epoch: int, holder: str) -> None:
@@ -201,17 +203,16 @@ class PgJournal:
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         token = _token(data)
         body, line = _template(kind, effect_id, data, token, late=False)
-        late_body, late_line = _template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS else (None, None)
+        late_body, late_line = (_template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS
+                                else (None, None))
         epoch, holder = self._epochs.get(effect_id, (None, None))
         params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
 
-        def attempt() -> tuple[str]:
+        def attempt() -> Any:
             conn = self._session()
             cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
-                if guards:
-                    conn.execute("BEGIN")
-                    _check(conn, guards)
+                if guards and _check(conn, guards):  # the guards' row locks are held to this append's commit
                     cur.execute(_APPEND, params)
                 else:
                     cur.execute("BEGIN; " + _APPEND, params)
@@ -223,7 +224,7 @@ class PgJournal:
             return cur.fetchone()
 
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
-        entry = json.loads(row[0])
+        entry: dict[str, Any] = json.loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
         elif entry["kind"] in RESOLUTIONS:
@@ -262,22 +263,44 @@ def _template(kind: str, effect_id: str, data: dict[str, Any], token: str, *, la
     return canonical_bytes(body).decode(), encode(entry).decode()
 
 
-def _check(conn: psycopg.Connection[Any], guards: Sequence[Guard]) -> None:
+class _Guarding:
+    """The dispatch transaction while its guards run, begun by the first guard that reads the database."""
+
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self.conn = conn
+        self._cur: psycopg.Cursor[Any] | None = None
+
+    @property
+    def begun(self) -> bool:
+        """Whether a guard read the database, so the transaction (and its row locks) is open."""
+        return self._cur is not None
+
+    def cursor(self) -> psycopg.Cursor[Any]:
+        """The transaction's cursor, opening the transaction first."""
+        if self._cur is None:
+            self.conn.execute("BEGIN")
+            self._cur = self.conn.cursor()
+        return self._cur
+
+
+def _check(conn: psycopg.Connection[Any], guards: Sequence[Guard]) -> bool:
+    """Run the guards; raises GuardFailed, else says whether they began the transaction."""
     violations: list[str] = []
-    with conn.cursor() as cur:
-        token = _guarding.set(cur)
-        try:
-            for guard in guards:
-                if isinstance(guard, str):
-                    row = cur.execute(guard).fetchone()
-                    if not (row and row[0] is True):
-                        violations.append(f"guard does not hold: {guard}")
-                else:
-                    violations += guard()
-        finally:
-            _guarding.reset(token)
+    guarding = _Guarding(conn)
+    token = _guarding.set(guarding)
+    try:
+        for guard in guards:
+            if isinstance(guard, str):
+                row = guarding.cursor().execute(guard).fetchone()
+                if not (row and row[0] is True):
+                    violations.append(f"guard does not hold: {guard}")
+            else:
+                violations += guard()
+    finally:
+        _guarding.reset(token)
     if violations:
         raise GuardFailed(violations)
+    return guarding.begun
 
 
 _EFFECT = "SELECT seq, line FROM interlock_journal WHERE effect_id = %s ORDER BY seq"

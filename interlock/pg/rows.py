@@ -37,7 +37,7 @@ class RowLease:
 
     def is_live(self) -> bool:
         """Whether the row still holds the live value."""
-        return self.row.read() == self.live
+        return bool(self.row.read() == self.live)
 
     def describe(self) -> dict[str, Any]:
         """The row and its current value."""

@@ -27,7 +27,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_successor_per_effect_ent
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_first_entry_per_effect
     ON interlock_journal (effect_id) WHERE effect_prev IS NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_resolution_per_effect
-    ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS');
+    ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
+    AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false';  -- a refusal before any send leaves a retry open
 CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (effect_id, seq);
 
 -- One row per claimed effect. `holder` names one acquisition (a random token), so two acquisitions never pass
@@ -52,7 +53,8 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT (hashtextextended(p_effect, 0) & ~65535::bigint) | (p_epoch & 65535)
 $$;
 
--- Whether the effect's last send has no resolution after it.
+-- Whether the effect's last send has no resolution after it: the journal's one open-send rule, in SQL, for the
+-- claim's takeover; the journal's readers fold the entries themselves (EffectRecord).
 CREATE OR REPLACE FUNCTION interlock_open_send(p_effect text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(max(seq) FILTER (WHERE kind IN ('DISPATCHED', 'REDISPATCHED')), -1)
@@ -158,7 +160,8 @@ BEGIN
     SELECT hash INTO v_eprev FROM interlock_journal WHERE effect_id = p_effect ORDER BY seq DESC LIMIT 1;
     IF p_late_body IS NOT NULL AND NOT v_late THEN
         v_late := EXISTS (SELECT 1 FROM interlock_journal
-                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS'));
+                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
+                             AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false');
     END IF;
     IF v_late THEN
         v_body := p_late_body;

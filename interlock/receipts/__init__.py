@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..canonical import hash_holds
 from ..errors import BundleError
 from ..journal import Journal
-from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED, RESOLUTIONS, SENDS, settles)
 from ..signing import checkpoint_statement, sign, signature_holds
+from ._check import EffectCheck
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
           "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
           "appended by whoever can write the file, or a cut tail; a valid signature over the head (signed: true) "
           "rules those out for whoever trusts the public key. Without a trusted key a signature proves nothing and "
           "is not checked (signed: null), so one made with another key shows only against the trusted one.")
-LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
 
 
 def bundle_statement(effect_id: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -48,42 +46,39 @@ def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
 def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
     entries, effect_id, signature = _unpack(bundle)
-    return _verify(entries, effect_id, signature, public_key, [isinstance(e, dict) and hash_holds(e) for e in entries])
-
-
-def _verify(entries: list[Any], effect_id: str | None, signature: Any, public_key: str | None,
-            hashes: list[bool]) -> dict[str, Any]:
-    """`verify` on entries whose hashes are already checked (`hashes[i]` holds for `entries[i]`)."""
-    good = [e for e in entries if isinstance(e, dict)]
-    chained = any("seq" in e for e in good)
-    chain_problems = _effect_chain(entries, effect_id, hashes, chained)
-    problems = chain_problems + [p for i, e in enumerate(entries) if isinstance(e, dict) for p in _structure(i, e)]
-    if good and good[0].get("kind") != PROPOSED:
-        problems.append("entries[0]: the first entry is not PROPOSED")
-    if chained:
-        problems += _order(entries)
-    result = _fold(good)
+    check = EffectCheck(effect_id, any(isinstance(e, dict) and "seq" in e for e in entries))
+    for entry in entries:
+        check.feed(entry, isinstance(entry, dict) and hash_holds(entry))
     signed = None  # a signature proves nothing until it is checked against a key trusted from elsewhere
+    extra = []
     if public_key is not None:
         signed = signature_holds(signature, bundle_statement(effect_id, entries), public_key)
         if not signed:
-            problems.append("signature: missing or does not verify against the given public key")
+            extra.append("signature: missing or does not verify against the given public key")
+    return _receipt(check, signed, extra)
+
+
+def _receipt(check: EffectCheck, signed: bool | None, extra: list[str]) -> dict[str, Any]:
+    problems = check.problems() + extra
     return {
-        "effect_id": effect_id,
-        "format": "chained" if chained else "legacy",
+        "effect_id": check.effect_id,
+        "format": "chained" if check.chained else "legacy",
         "valid": not problems,
-        "tamper_evident": not chain_problems,
+        "tamper_evident": not check.chain,
         "signed": signed,
-        **result,
+        **check.established(),
         "problems": problems,
         "covers": COVERS,
     }
 
 
-def verify_journal(entries: list[Any], *, public_key: str | None = None,
+def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
                    checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect."""
-    if not isinstance(entries, list):
+    """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect.
+
+    `entries` may be any iterable, a list or a stream read from the file: the journal is checked in one pass and
+    never held whole, only each effect's running check."""
+    if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
     with _collector_paused():
         return _verify_journal(entries, public_key, checkpoint)
@@ -102,51 +97,67 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _verify_journal(entries: list[Any], public_key: str | None, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+def _verify_journal(entries: Iterable[Any], public_key: str | None,
+                    checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     problems: list[str] = []
     previous: str | None = None
-    groups: dict[str, tuple[list[Any], list[bool]]] = {}
+    checks: dict[str, EffectCheck] = {}
+    wanted = checkpoint.get("seq") if checkpoint is not None else None
+    at_checkpoint: Any = None
+    i = -1
+    holds_for, found = hash_holds, checks.get  # bound once: this loop runs once per entry
     for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
+        if type(entry) is not dict:
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
-        holds = hash_holds(entry)
-        stored = entry.get("hash")
-        if entry.get("seq") != i:
-            problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
-        if entry.get("prev") != previous:
-            problems.append(f"entries[{i}]: prev does not link to the entry before it")
-        if not holds:
-            problems.append(f"entries[{i}]: hash does not match the entry's content")
-        previous = stored
-        eid = entry.get("effect_id")
-        if isinstance(eid, str):
-            group = groups.get(eid)
-            if group is None:
-                group = groups[eid] = ([], [])
-            group[0].append(entry)
-            group[1].append(holds)
+        holds = holds_for(entry)
+        get = entry.get
+        if get("seq") != i or get("prev") != previous or not holds:
+            problems += _links(i, entry, previous, holds)
+        previous = get("hash")
+        if i == wanted:
+            at_checkpoint = previous
+        eid = get("effect_id")
+        check = found(eid)
+        if check is None:
+            if type(eid) is not str:
+                continue
+            check = checks[eid] = EffectCheck(eid, "seq" in entry)
+        check.feed(entry, holds)
     signed = None
     if checkpoint is not None:
-        signed, found = _checkpoint(entries, checkpoint, public_key)
+        signed, found = _checkpoint(i + 1, at_checkpoint, checkpoint, public_key)
         problems += found
     chain_ok = not problems
-    verified = {eid: _verify(group, eid, None, None, hashes) for eid, (group, hashes) in groups.items()}
+    verified = {eid: _receipt(check, None, []) for eid, check in checks.items()}
     for eid, outcome in verified.items():
         problems += [f"effect {eid}: {p}" for p in outcome["problems"] if not p.startswith("entries[")]
     return {
         "valid": not problems and all(v["valid"] for v in verified.values()),
         "tamper_evident": chain_ok,
         "signed": signed,
-        "entries": len(entries),
+        "entries": i + 1,
         "problems": problems,
         "effects": verified,
         "covers": COVERS,
     }
 
 
-def _checkpoint(entries: list[Any], checkpoint: dict[str, Any], public_key: str | None) -> tuple[bool, list[str]]:
+def _links(i: int, entry: dict[str, Any], previous: str | None, holds: bool) -> list[str]:
+    """What is wrong with entry `i`'s place in the journal-wide chain."""
+    problems = []
+    if entry.get("seq") != i:
+        problems.append(f"entries[{i}]: seq {entry.get('seq')!r} where {i} was expected")
+    if entry.get("prev") != previous:
+        problems.append(f"entries[{i}]: prev does not link to the entry before it")
+    if not holds:
+        problems.append(f"entries[{i}]: hash does not match the entry's content")
+    return problems
+
+
+def _checkpoint(count: int, found: Any, checkpoint: dict[str, Any], public_key: str | None) -> tuple[bool, list[str]]:
+    """Hold a journal of `count` entries, whose entry at the checkpoint's seq hashes to `found`, to `checkpoint`."""
     problems = []
     seq, head = checkpoint.get("seq"), checkpoint.get("head")
     signed = public_key is not None and signature_holds(checkpoint.get("signature"), checkpoint_statement(seq, head),
@@ -155,10 +166,10 @@ def _checkpoint(entries: list[Any], checkpoint: dict[str, Any], public_key: str 
         problems.append("checkpoint: signature missing or does not verify against the given public key")
     if not isinstance(seq, int) or seq < -1:
         problems.append(f"checkpoint.seq: {seq!r} is not a journal position")
-    elif seq >= len(entries):
-        problems.append(f"checkpoint: the journal ends at seq {len(entries) - 1}, before the checkpoint's seq {seq} "
+    elif seq >= count:
+        problems.append(f"checkpoint: the journal ends at seq {count - 1}, before the checkpoint's seq {seq} "
                         "(tail cut)")
-    elif (entries[seq].get("hash") if seq >= 0 and isinstance(entries[seq], dict) else None) != head:
+    elif (found if seq >= 0 else None) != head:
         problems.append(f"checkpoint: entry {seq} differs from the signed head (rewritten)")
     return signed, problems
 
@@ -175,115 +186,3 @@ def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:
     if effect_id is None:
         effect_id = next((e.get("effect_id") for e in entries if isinstance(e, dict)), None)
     return entries, effect_id, signature
-
-
-def _effect_chain(entries: list[Any], effect_id: str | None, hashes: list[bool], chained: bool) -> list[str]:
-    problems = []
-    link = "effect_prev" if chained else "prev"
-    previous: str | None = None
-    last_seq = -1
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            problems.append(f"entries[{i}]: not an object")
-            continue
-        if entry.get("effect_id") != effect_id:
-            problems.append(f"entries[{i}]: effect_id {entry.get('effect_id')!r} is not the bundle's {effect_id!r}")
-        if not hashes[i]:
-            problems.append(f"entries[{i}]: hash does not match the entry's content")
-        if entry.get(link) != previous:
-            problems.append(f"entries[{i}]: {link} does not link to the entry before it")
-        if chained:
-            seq = entry.get("seq")
-            if not isinstance(seq, int) or seq <= last_seq:
-                problems.append(f"entries[{i}]: seq {seq!r} does not follow {last_seq}")
-            else:
-                last_seq = seq
-        previous = entry.get("hash")
-    return problems
-
-
-def _order(entries: list[Any]) -> list[str]:
-    """A chained journal never holds a second resolution or a result with no send open: Journal.append stores a
-    late answer as LATE_RESULT and the gate resolves only what it dispatched, so either one is a forged entry."""
-    problems = []
-    open_send = resolved = False
-    for i, entry in enumerate(entries):
-        kind = entry.get("kind") if isinstance(entry, dict) else None
-        if settles(entry) and resolved:
-            problems.append(f"entries[{i}]: {kind} after the effect was already resolved")
-        elif kind in (COMMITTED, AMBIGUOUS) and not open_send:
-            problems.append(f"entries[{i}]: {kind} with no send open")
-        if kind in SENDS:
-            open_send = True
-        elif kind in RESOLUTIONS:
-            open_send, resolved = False, resolved or settles(entry)
-    return problems
-
-
-def _structure(i: int, entry: dict[str, Any]) -> list[str]:
-    kind = entry.get("kind")
-    if kind not in KINDS and kind not in LEGACY_KINDS:
-        return [f"entries[{i}].kind: unknown kind {kind!r}"]
-    if not isinstance(entry.get("ts"), (int, float)):
-        return [f"entries[{i}].ts: missing or not a number"]
-    for key in ("checks", "rechecked"):
-        if key in entry and not isinstance(entry[key], dict):
-            return [f"entries[{i}].{key}: expected an object"]
-    return []
-
-
-def _fold(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    counted: list[dict[str, Any]] = []  # the checks of sends that may have fired
-    span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
-    landings: list[Any] = []  # the evidence of each distinct landing
-    open_dispatch = ambiguous = False
-    happened_once = True
-    refused_reason: Any = None
-    after_target_error = False
-    evidence: Any = None
-    rechecked: Any = None
-    for entry in entries:
-        kind = entry.get("kind")
-        if isinstance(entry.get("rechecked"), dict):
-            rechecked = entry["rechecked"]
-        if kind == DISPATCHED:
-            if open_dispatch or after_target_error:
-                happened_once = False
-            open_dispatch = True
-            span = [entry.get("checks") or {}]
-        elif kind == REDISPATCHED:
-            open_dispatch = True
-            span.append(entry.get("rechecked") or {})
-        elif kind == COMMITTED:
-            evidence = entry.get("result", entry.get("found"))
-            landings.append(evidence)
-            if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(entry.get("rechecked"), dict) \
-                    and "epoch" not in entry:
-                span.append(entry["rechecked"])  # the published format journaled a resend only in its COMMITTED
-            counted += span
-            span, open_dispatch, ambiguous = [], False, False
-        elif kind == REFUSED:
-            refused_reason = entry.get("reason")
-            after_target_error = entry.get("code") == "target_error"
-            span, open_dispatch = [], False
-        elif kind == AMBIGUOUS:
-            counted += span
-            span, open_dispatch, ambiguous = [], False, True
-        elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
-            late = entry.get("result", entry.get("found"))
-            if late not in landings:  # the same landing reported twice is one effect, another one is a duplicate
-                landings.append(late)
-                evidence = evidence if evidence is not None else late
-    counted += span
-    if len(landings) > 1:
-        happened_once = False
-    happened: Any = True if landings else ("unknown" if open_dispatch or ambiguous else False)
-    return {
-        "happened": happened,
-        "happened_once": happened_once,
-        "authorized_when_fired": all(c.get("lease_live") is True for c in counted) if counted else None,
-        "assumptions_held": all(c.get("violations") == [] for c in counted) if counted else None,
-        "refused": refused_reason if happened is not True else None,
-        "evidence": evidence,
-        "rechecked_at_recovery": rechecked,
-    }

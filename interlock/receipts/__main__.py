@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import JournalCorrupt
+from ..segments import journal_bytes
+from ..witness import disagreement, witnessed
 from . import BundleError, verify, verify_journal
 
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
@@ -28,12 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at", default="", help='JSON path inside FILE, e.g. cells[3].evidence.receipt_bundle')
     parser.add_argument("--public-key", help="hex Ed25519 public key that must have signed the bundle or checkpoint")
     parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used")
+    parser.add_argument("--archive", help="where a segmented journal's archived segments are")
     args = parser.parse_args(argv)
     try:
-        data = _load(Path(args.file), args.at)
+        data = _load(Path(args.file), args.at, args.archive)
         checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
         result = _verify(data, args.public_key, checkpoint)
-    except (Unreadable, BundleError) as exc:
+        if not args.at and _is_journal(Path(args.file)):
+            result = _journal_report(Path(args.file), args.archive, result)
+    except (Unreadable, BundleError, JournalCorrupt) as exc:
         where = args.file + (f": {args.at}" if args.at else "")
         print(f"{where}: {exc}", file=sys.stderr)
         return 2
@@ -52,28 +58,57 @@ def _verify(data: Any, public_key: str | None, checkpoint: dict | None) -> dict[
     return verify(data, public_key=public_key)
 
 
-def _load(path: Path, at: str) -> Any:
+def _is_journal(path: Path) -> bool:
+    return path.suffix == ".jsonl" or path.name.endswith(".jsonl")
+
+
+def _load(path: Path, at: str, archive: str | None = None) -> Any:
     try:
-        text = path.read_text()
+        text = journal_bytes(path, archive).decode() if _is_journal(path) else path.read_text()
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
         raise Unreadable("not UTF-8 text") from None
-    if path.suffix == ".jsonl" or path.name.endswith(".jsonl"):
-        data = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                data.append(json.loads(line))
-            except ValueError as exc:
-                raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
+    if _is_journal(path):
+        data = _journal_lines(text)
     else:
         try:
             data = json.loads(text)
         except ValueError as exc:
             raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
     return _select(data, at)
+
+
+def _journal_lines(text: str) -> list[Any]:
+    """The complete lines of a JSONL journal; a last line with no newline is a torn append and is left out, as
+    the library sets it aside (`_journal_report` says so in the result)."""
+    data = []
+    for number, line in enumerate(text.split("\n")[:-1], 1):
+        if not line.strip():
+            continue
+        try:
+            data.append(json.loads(line))
+        except ValueError as exc:
+            raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
+    return data
+
+
+def _journal_report(path: Path, archive: str | None, result: dict[str, Any]) -> dict[str, Any]:
+    """Add what the library would do on opening this journal file: set aside a torn last line, and refuse a
+    journal cut back behind its witness."""
+    raw = journal_bytes(path, archive)
+    end = raw.rfind(b"\n") + 1
+    result["torn_tail"] = raw[end:].decode("utf-8", "replace") or None
+    mark = witnessed(path)
+    if mark is not None:
+        count = raw.count(b"\n", 0, end)
+        last_line = raw[raw.rfind(b"\n", 0, end - 1) + 1:end] if end else b""
+        last = json.loads(last_line).get("hash") if last_line.strip() else None
+        why = disagreement(mark, end=end, entries=count, last=last)
+        if why is not None:
+            result["problems"].append(f"line {count + 1}: {why} ({path}.witness)")
+            result["valid"] = False
+    return result
 
 
 def _select(data: Any, at: str) -> Any:

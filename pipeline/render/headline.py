@@ -16,7 +16,7 @@ _SLOWER = 1.5  # a gate median this many times a baseline's counts as slower, th
 
 @dataclass(frozen=True)
 class Outcome:
-    """The scored columns of one cell, from a judged cell or from a published page's figures alike."""
+    """The scored columns of one judged cell, all the block needs, so runs of any scenario can be pooled."""
 
     fault: str
     system: str
@@ -32,8 +32,8 @@ class Side:
     """One run in the verdict block: what it is, what ran, and its cells' outcomes."""
 
     title: str  # "published run" | "this run"
-    ran: str  # "real services and a model (claude-haiku-4-5)" | "local stand-ins and the scripted decider"
-    real: bool
+    ran: str  # "real services and a model" | "local stand-ins and the scripted decider"
+    real: bool  # real services and a real model: its claim TTL, when stated, explains a slow gate
     outcomes: tuple[Outcome, ...]
 
     def systems(self) -> list[str]:
@@ -58,13 +58,6 @@ def from_cells(cells: Iterable[Cell]) -> tuple[Outcome, ...]:
                          bool(c.truth.double_booked)) for c in cells)
 
 
-def from_figures(cells: Iterable[Mapping[str, Any]]) -> tuple[Outcome, ...]:
-    """Outcomes as a published page reported them (site/data/published_runs.json), for a run with no file here."""
-    return tuple(Outcome(c["fault"], c["system"], c["invariant_held"] is True, c["answer_matches"],
-                         c["can_prove"] is True, c["seconds_to_settle"], c.get("double_booked") is True)
-                 for c in cells)
-
-
 def ran(provenance: Provenance) -> tuple[str, bool]:
     """What ran, in the words a first-time reader needs: real services or stand-ins, a model or the scripted one."""
     services = [s for s in provenance.services if s.role != "model"]
@@ -75,12 +68,6 @@ def ran(provenance: Provenance) -> tuple[str, bool]:
     if model is not None and model.real:
         return f"{where} and a model", real
     return f"{where} and the scripted decider", False
-
-
-def published_side(figures: Mapping[str, Any]) -> Side:
-    """The published page's own figures, labelled with the model it names."""
-    return Side("published run", "real Google services and a model", True,
-                from_figures(figures["cells"]))
 
 
 def scenario_side(scenario: Scenario) -> Side:

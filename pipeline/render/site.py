@@ -17,7 +17,7 @@ from ..chart import Series, bar_charts, settle_charts
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
-from ..model import Difference, Scenario, SystemSummary, Tally
+from ..model import Difference, Scenario, SystemSummary
 from ..reliability import Reliability
 from . import findings, headline
 from .env import REPO, TEMPLATES, environment, repo_path
@@ -28,7 +28,7 @@ ASSETS = REPO / "site" / "assets"
 PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
 # The library's public surface for the API page: the package root, then modules whose names are a concept of
 # their own, when this checkout has them.
-API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.easy")
+API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.app")
 BASELINES = ("no_check", "hand_check")
 
 
@@ -81,19 +81,6 @@ class PublishedOnly:
     services: str = "real services (published)"
 
 
-def _tally_figures(name: str, figures: Mapping[str, Any]) -> tuple[SystemSummary, ...]:
-    """Per-system counts of the published page's own figures, for the headline table; nothing is re-judged."""
-    summaries = []
-    cells = figures["cells"]
-    for system in dict.fromkeys(c["system"] for c in cells):
-        mine = [c for c in cells if c["system"] == system]
-        count = lambda key: Tally(sum(1 for c in mine if c[key] is True), len(mine))  # noqa: E731
-        seconds = [c["seconds_to_settle"] for c in mine]
-        summaries.append(SystemSummary(system, count("invariant_held"), count("answer_matches"), count("can_prove"),
-                                       min(seconds), max(seconds), ""))
-    return tuple(summaries)
-
-
 def _template_for(name: str) -> str:
     """A scenario's own page template when one is written for it, else the generic one."""
     specific = f"scenarios/{name}.md.j2"
@@ -110,25 +97,18 @@ def _page_facts(name: str) -> Mapping[str, Any]:
     return json.loads(PUBLISHED_PAGES.read_text(encoding="utf-8"))["scenarios"].get(name, {})
 
 
-def _published_scenario(figures: Mapping[str, Any] | None) -> Scenario | None:
-    """The re-judged published run behind a scenario's published figures, when the pipeline gives one."""
-    scenario = figures.get("scenario") if figures else None
-    return scenario if isinstance(scenario, Scenario) else None
-
-
 def _published_side(figures: Mapping[str, Any] | None) -> headline.Side | None:
-    """The published run of a scenario: its re-judged file when the pipeline gives one, else its figures."""
-    judged = _published_scenario(figures)
-    if judged is not None:
-        return dataclasses.replace(headline.scenario_side(judged), title="published run")
-    return headline.published_side(figures) if figures else None
+    """The published run of a scenario, re-judged from its shipped file (pipeline.published)."""
+    if not figures:
+        return None
+    return dataclasses.replace(headline.scenario_side(figures["scenario"]), title="published run")
 
 
 def published_facts(name: str, figures: Mapping[str, Any] | None) -> dict[str, Any]:
     """Facts of a scenario's published run the pages state in words: its claim TTL and what it deleted after the
     run, from its own file where the file holds them, else from what its page states."""
     facts = dict(_page_facts(name))
-    judged = _published_scenario(figures)
+    judged: Scenario | None = figures["scenario"] if figures else None
     if judged is not None:
         if isinstance(judged.provenance.extra.get("claim_ttl"), (int, float)):
             facts["claim_ttl_seconds"] = judged.provenance.extra["claim_ttl"]
@@ -336,7 +316,7 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     runs = _runs(scenarios, published)
     judged = {run.scenario.name for run in runs}
     only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
-                          _tally_figures(name, figures), figures["page"],
+                          figures["scenario"].summaries, figures["page"],
                           _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
     for run in runs:

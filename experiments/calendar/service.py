@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-# Re-exported for callers that still import the client from here; the builder lives in experiments.clients.
-from experiments.clients import CALENDAR_URL, calendar_service  # noqa: F401
-
 
 def slot_events(service: Any, calendar_id: str, start: str, end: str) -> list[dict[str, Any]]:
     """Every live event overlapping the slot, as raw resources (all pages)."""

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from experiments.harness import write_result
+from experiments.atomic import write_json
 
 AGENT = "booking-agent"
 CUSTOMER_SUMMARY = "Dana: busy (interlock-sandbox)"
@@ -31,12 +31,12 @@ def new_request(request_id: str, slot_start: str) -> dict[str, Any]:
 
 def read_request(path: Path) -> dict[str, Any]:
     """The request as the booking system holds it now."""
-    return json.loads(Path(path).read_text())
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def write_request(path: Path, request: dict[str, Any]) -> None:
     """Replace the request file atomically, so a worker never reads half of it."""
-    write_result(path, request)
+    write_json(path, request)
 
 
 class RequestLease:

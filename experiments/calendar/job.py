@@ -1,4 +1,4 @@
-"""One booking job as a worker process sees it: the case directory, the request, the decision, the log."""
+"""One booking job as a worker process sees it: the case directory, the request, the decision, the result."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.booking.faults import GATED
-from experiments.booking.request import AGENT, read_request
-from experiments.booking.service import slot_events
-from experiments.harness import write_result
+from experiments.atomic import write_json
+from experiments.calendar.request import read_request
+from experiments.calendar.service import slot_events
 
 CASE_FILE = "case.json"
 REQUEST_FILE = "request.json"
@@ -21,6 +20,7 @@ RESULT_FILE = "result.json"
 LOG_FILE = "worker.log"
 QUEUE_FILE = "job.json"
 JOURNAL_FILE = "journal.jsonl"
+GATED = frozenset({"interlock", "interlock_change_only", "interlock_ttl"})
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Job:
     service: Any
 
     def __post_init__(self) -> None:
-        case = json.loads((self.directory / CASE_FILE).read_text())
+        case = json.loads((self.directory / CASE_FILE).read_text(encoding="utf-8"))
         self.request_id: str = case["request_id"]
         self.calendar_id: str = case["calendar_id"]
         self.slot_start: str = case["slot_start"]
@@ -56,7 +56,7 @@ class Job:
         """
         path = self.directory / DECISION_FILE
         if path.exists():
-            return json.loads(path.read_text())
+            return json.loads(path.read_text(encoding="utf-8"))
         from experiments.deciders import decider_from_env, persisted_decision
 
         def decide() -> dict[str, Any]:
@@ -68,34 +68,13 @@ class Job:
 
         return persisted_decision(path, decide)
 
-    def log(self, event: str, **fields: Any) -> None:
-        """Append one structured line to the cell's worker log (in the kernel before any send that follows)."""
-        line = {"ts": time.time(), "agent": AGENT, "system": self.system, "phase": self.phase, "pid": os.getpid(),
-                "event": event, **fields}
-        with open(self.directory / LOG_FILE, "a") as out:
-            out.write(json.dumps(line) + "\n")
-
-    def sent_before(self) -> bool:
-        """Whether an earlier worker of this job logged a send: a restart must find out whether it landed."""
-        path = self.directory / LOG_FILE
-        if not path.exists():
-            return False
-        for text in path.read_text().splitlines():
-            try:
-                line = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(line, dict) and line.get("event") == "send" and line.get("pid") != os.getpid():
-                return True
-        return False
+    def note(self, text: str) -> None:
+        """Add one line of plain text to the cell's worker log (what went wrong, for a reader)."""
+        with open(self.directory / LOG_FILE, "a", encoding="utf-8") as out:
+            out.write(text.rstrip("\n") + "\n")
 
     def finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Write the result file atomically (the job's result record) and note the outcome in the log.
-
-        The log line is a note ("finished"), not a second "result": the result file is the one result record,
-        and a reader replaying sends against results must not count it twice.
-        """
+        """Write the result file atomically: the job's one result record, stamped with this worker and the time."""
         stored = {**result, "pid": os.getpid(), "finished": time.time()}
-        write_result(self.directory / RESULT_FILE, stored)
-        self.log("finished", outcome=result["outcome"])
+        write_json(self.directory / RESULT_FILE, stored)
         return stored

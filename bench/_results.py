@@ -1,0 +1,46 @@
+"""Writing one benchmark's numbers: with the date, the commit and the machine they were measured on, atomically."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def provenance() -> dict[str, Any]:
+    """Where and when the numbers were measured: a figure means little without the machine and the code."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None,
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+    }
+
+
+def write_result(path: Path, numbers: dict[str, Any]) -> None:
+    """Write `numbers` with their provenance to `path` via a synced temporary file and a rename, so an
+    interrupted run leaves the previous result whole, never half of a new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({**numbers, "provenance": provenance()}, indent=2, sort_keys=True) + "\n"
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

@@ -1,0 +1,147 @@
+"""One effect's entries checked and folded in a single pass: its chain, each entry's shape, the order of sends and
+resolutions, and what the entries establish. A whole journal feeds every effect's check as it streams by."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
+                     REFUSED, RESOLUTIONS, send_open_after, settles)
+
+LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
+KNOWN_KINDS = KINDS | LEGACY_KINDS
+FOLDED = frozenset({DISPATCHED, REDISPATCHED, COMMITTED, REFUSED, AMBIGUOUS, LATE_RESULT})
+
+
+class EffectCheck:
+    """The running check of one effect; `feed` each entry in order, then read `result`."""
+
+    __slots__ = ("effect_id", "chained", "count", "previous", "last_seq", "chain", "shape", "order", "first",
+                 "order_open", "order_resolved", "counted", "span", "landings", "open_dispatch", "ambiguous",
+                 "happened_once", "refused_reason", "after_target_error", "evidence", "rechecked")
+
+    def __init__(self, effect_id: str | None, chained: bool):
+        self.effect_id = effect_id
+        self.chained = chained
+        self.count = 0
+        self.previous: str | None = None
+        self.last_seq = -1
+        self.chain: list[str] = []  # link and hash problems: what tamper evidence rests on
+        self.shape: list[str] = []
+        self.order: list[str] = []
+        self.first: str | None = None
+        self.order_open = self.order_resolved = False
+        self.counted: list[dict[str, Any]] = []  # the checks of sends that may have fired
+        self.span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
+        self.landings: list[Any] = []  # the evidence of each distinct landing
+        self.open_dispatch = self.ambiguous = False
+        self.happened_once = True
+        self.refused_reason: Any = None
+        self.after_target_error = False
+        self.evidence: Any = None
+        self.rechecked: Any = None
+
+    def feed(self, entry: Any, holds: bool) -> None:
+        """Check one more entry; `holds` says whether its stored hash recomputes. Written flat, as one function
+        with few attribute writes: a whole journal calls it once per entry."""
+        i = self.count
+        self.count = i + 1
+        if type(entry) is not dict:
+            self.chain.append(f"entries[{i}]: not an object")
+            return
+        get = entry.get
+        kind = get("kind")
+        if get("effect_id") != self.effect_id:
+            self.chain.append(f"entries[{i}]: effect_id {get('effect_id')!r} is not the bundle's {self.effect_id!r}")
+        if not holds:
+            self.chain.append(f"entries[{i}]: hash does not match the entry's content")
+        chained = self.chained
+        link = "effect_prev" if chained else "prev"
+        if get(link) != self.previous:
+            self.chain.append(f"entries[{i}]: {link} does not link to the entry before it")
+        if chained:
+            seq = get("seq")
+            if type(seq) is not int or seq <= self.last_seq:
+                self.chain.append(f"entries[{i}]: seq {seq!r} does not follow {self.last_seq}")
+            else:
+                self.last_seq = seq
+        self.previous = get("hash")
+        if self.first is None:
+            self.first = kind if kind is not None else ""
+        if kind not in KNOWN_KINDS:
+            self.shape.append(f"entries[{i}].kind: unknown kind {kind!r}")
+        elif type(get("ts")) not in (int, float):
+            self.shape.append(f"entries[{i}].ts: missing or not a number")
+        elif "checks" in entry or "rechecked" in entry:
+            for key in ("checks", "rechecked"):
+                if key in entry and type(entry[key]) is not dict:
+                    self.shape.append(f"entries[{i}].{key}: expected an object")
+                    break
+        if chained:  # a chained journal never holds a second resolution or a result with no send open: the
+            # journal stores a late answer as LATE_RESULT and the gate resolves only what it sent, so each is forged
+            if kind in RESOLUTIONS:
+                settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
+                if settling and self.order_resolved:
+                    self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
+                elif kind != REFUSED and not self.order_open:
+                    self.order.append(f"entries[{i}]: {kind} with no send open")
+                self.order_resolved = self.order_resolved or settling
+            self.order_open = send_open_after(self.order_open, kind)
+        if kind in FOLDED:
+            self._fold(entry, kind)
+        else:
+            rechecked = get("rechecked")
+            if type(rechecked) is dict:
+                self.rechecked = rechecked
+
+    def _fold(self, entry: dict[str, Any], kind: Any) -> None:
+        rechecked = entry.get("rechecked")
+        if isinstance(rechecked, dict):
+            self.rechecked = rechecked
+        if kind == DISPATCHED:
+            if self.open_dispatch or self.after_target_error:
+                self.happened_once = False
+            self.open_dispatch = True
+            self.span = [entry.get("checks") or {}]
+        elif kind == REDISPATCHED:
+            self.open_dispatch = True
+            self.span.append(rechecked or {})
+        elif kind == COMMITTED:
+            self.evidence = entry.get("result", entry.get("found"))
+            self.landings.append(self.evidence)
+            if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(rechecked, dict) and "epoch" not in entry:
+                self.span.append(rechecked)  # the published format journaled a resend only in its COMMITTED
+            self.counted += self.span
+            self.span, self.open_dispatch, self.ambiguous = [], False, False
+        elif kind == REFUSED:
+            self.refused_reason = entry.get("reason")
+            self.after_target_error = entry.get("code") == "target_error"
+            self.span, self.open_dispatch = [], False
+        elif kind == AMBIGUOUS:
+            self.counted += self.span
+            self.span, self.open_dispatch, self.ambiguous = [], False, True
+        elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
+            late = entry.get("result", entry.get("found"))
+            if late not in self.landings:  # the same landing twice is one effect, another one is a duplicate
+                self.landings.append(late)
+                self.evidence = self.evidence if self.evidence is not None else late
+
+    def problems(self) -> list[str]:
+        """Every problem found, chain first."""
+        first = ["entries[0]: the first entry is not PROPOSED"] if self.first not in (None, PROPOSED) else []
+        return self.chain + self.shape + first + self.order
+
+    def established(self) -> dict[str, Any]:
+        """What the entries establish about the effect, whether or not they verify."""
+        counted = self.counted + self.span
+        happened: Any = True if self.landings else ("unknown" if self.open_dispatch or self.ambiguous else False)
+        return {
+            "happened": happened,
+            "happened_once": self.happened_once and len(self.landings) <= 1,
+            "authorized_when_fired": all(c.get("lease_live") is True for c in counted) if counted else None,
+            "assumptions_held": all(c.get("violations") == [] for c in counted) if counted else None,
+            "refused": self.refused_reason if happened is not True else None,
+            "evidence": self.evidence,
+            "rechecked_at_recovery": self.rechecked,
+        }
+

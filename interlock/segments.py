@@ -1,0 +1,217 @@
+"""The journal's files: the live segment `J`, and the segments rolled away from it, `J.<first byte>-<end byte>`.
+
+Offsets are logical: one byte position across every segment, so the index, the witness and checkpoints never need
+to know where a segment boundary falls. A segment is rolled by renaming the live file at a line boundary and
+starting a new one; the chain simply runs on. Rolled segments that hold nothing recovery still needs can be moved
+to an archive directory, where reads still find them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .errors import JournalCorrupt
+
+BLOCK = 1 << 22
+Reader = Callable[[int, int], bytes]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One rolled segment: the logical bytes [base, end) of the journal."""
+
+    base: int
+    end: int
+    path: Path
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentFiles:
+    """The live segment's descriptor and every rolled segment, read as one sequence of bytes."""
+
+    def __init__(self, path: Path, archive: Path | None = None):
+        self.path = path
+        self.archive = archive
+        self._rolled: list[Segment] = []
+        self._fds: dict[int, int] = {}
+        self._refresh()
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.base = self._rolled[-1].end if self._rolled else 0
+
+    def close(self) -> None:
+        """Release every descriptor."""
+        os.close(self.fd)
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def _refresh(self) -> None:
+        self._rolled = rolled_segments(self.path, self.archive)
+
+    @property
+    def rolled(self) -> list[Segment]:
+        """The rolled segments, oldest first."""
+        return list(self._rolled)
+
+    def size(self) -> int:
+        """The logical end of the journal: the live segment's base plus its length."""
+        return self.base + os.fstat(self.fd).st_size
+
+    def follow(self) -> None:
+        """Switch to the live segment another process started, if it rolled the one this process had open.
+        Call under the journal's lock, so no roll is half done."""
+        try:
+            moved = os.stat(self.path).st_ino != os.fstat(self.fd).st_ino
+        except FileNotFoundError:
+            moved = True
+        if moved:
+            os.close(self.fd)
+            self._refresh()
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self.base = self._rolled[-1].end if self._rolled else 0
+
+    def roll(self) -> Path:
+        """Rename the live segment (flushed, ending on a line) to its rolled name and start a new one."""
+        end = self.size()
+        os.fdatasync(self.fd)
+        rolled = self.path.with_name(f"{self.path.name}.{self.base:016d}-{end:016d}")
+        os.rename(self.path, rolled)
+        _fsync_directory(self.path.parent)
+        os.close(self.fd)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        _fsync_directory(self.path.parent)
+        self._rolled.append(Segment(self.base, end, rolled))
+        self.base = end
+        return rolled
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """Up to `size` bytes at logical `offset`, never past the end of the segment holding it."""
+        if offset >= self.base:
+            return os.pread(self.fd, size, offset - self.base)
+        segment = self._holding(offset)
+        fd = self._fds.get(segment.base)
+        if fd is None:
+            fd = self._fds[segment.base] = os.open(segment.path, os.O_RDONLY)
+        return os.pread(fd, min(size, segment.end - offset), offset - segment.base)
+
+    def _holding(self, offset: int) -> Segment:
+        for attempt in range(2):
+            i = bisect.bisect_right([s.base for s in self._rolled], offset) - 1
+            if i >= 0 and self._rolled[i].base <= offset < self._rolled[i].end and self._rolled[i].path.exists():
+                return self._rolled[i]
+            if attempt == 0:
+                self._drop_descriptors()
+                self._refresh()
+        raise JournalCorrupt(f"{self.path}: no segment holds byte {offset} (a rolled segment is missing; archived "
+                             f"segments are looked for in {self.archive or 'no archive directory'})")
+
+    def _drop_descriptors(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def archive_before(self, offset: int) -> list[Path]:
+        """Move every rolled segment that ends at or before `offset` into the archive directory."""
+        if self.archive is None:
+            raise ValueError(f"{self.path}: no archive directory was given")
+        self.archive.mkdir(parents=True, exist_ok=True)
+        moved = []
+        self._drop_descriptors()
+        for segment in self._rolled:
+            if segment.end <= offset and segment.path.parent != self.archive:
+                target = self.archive / segment.path.name
+                shutil.move(str(segment.path), target)
+                moved.append(target)
+        _fsync_directory(self.archive)
+        self._refresh()
+        return moved
+
+
+def lines(read: Reader, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:
+    """The complete lines (without their newline) between logical `start` and `end`, read in blocks, then one
+    `(None, tail)`: the bytes after the last newline, which only a torn append leaves."""
+    carry = b""
+    position = start
+    while position < end:
+        block = read(min(BLOCK, end - position), position)
+        if not block:
+            break
+        position += len(block)
+        pieces = (carry + block).split(b"\n")
+        carry = pieces.pop()
+        yield from ((piece, b"") for piece in pieces)
+    yield None, carry
+
+
+def line_ending_at(read: Reader, end: int) -> tuple[int, bytes | None]:
+    """(start, bytes) of the line whose newline is the byte before logical `end`; (end, None) when there is none."""
+    if end <= 0 or read(1, end - 1) != b"\n":
+        return end, None
+    span = 1024
+    while True:
+        begin = max(0, end - 1 - span)
+        chunk = b""
+        while len(chunk) < end - 1 - begin:  # a read stops at a segment's end; lines never cross one
+            more = read(end - 1 - begin - len(chunk), begin + len(chunk))
+            if not more:
+                break
+            chunk += more
+        cut = chunk.rfind(b"\n")
+        if cut >= 0 or begin == 0:
+            return begin + cut + 1, chunk[cut + 1:]
+        span *= 4
+
+
+def line_at(read: Reader, offset: int) -> bytes:
+    """The line starting at logical `offset`, with its newline."""
+    buf = b""
+    while True:
+        more = read(4096, offset + len(buf))
+        if not more:
+            return buf
+        cut = more.find(b"\n")
+        if cut >= 0:
+            return buf + more[: cut + 1]
+        buf += more
+
+
+def journal_bytes(path: str | os.PathLike[str], archive: str | os.PathLike[str] | None = None) -> bytes:
+    """A journal's logical bytes: its rolled segments in order (beside it or in `archive`), then the live file;
+    raises JournalCorrupt when a segment is missing."""
+    live = Path(path)
+    parts, reached = [], 0
+    for segment in rolled_segments(live, Path(archive) if archive is not None else None):
+        if segment.base != reached:
+            raise JournalCorrupt(f"{path}: no segment holds bytes {reached} to {segment.base} (archived ones are "
+                                 "read from the archive directory, when one is given)")
+        parts.append(segment.path.read_bytes())
+        reached = segment.end
+    parts.append(live.read_bytes())
+    return b"".join(parts)
+
+
+def rolled_segments(path: Path, archive: Path | None) -> list[Segment]:
+    """The rolled segments of the journal at `path`, found beside it and in `archive`, oldest first."""
+    pattern = re.compile(re.escape(path.name) + r"\.(\d{16})-(\d{16})")
+    found = {}
+    for folder in (path.parent, archive):
+        if folder is None or not folder.is_dir():
+            continue
+        for child in folder.iterdir():
+            match = pattern.fullmatch(child.name)
+            if match:
+                found[int(match[1])] = Segment(int(match[1]), int(match[2]), child)
+    return [found[base] for base in sorted(found)]

@@ -1,0 +1,109 @@
+"""Group commit: appends from many threads and processes share flushes, and every append that returned is on
+disk and in the chain, whenever its writer (or any other) is SIGKILLed."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from interlock import Journal, verify_journal
+from interlock.witness import witnessed
+
+ROOT = Path(__file__).resolve().parents[1]
+
+APPENDER = """
+import sys
+from interlock import Journal
+name, acks = sys.argv[2], open(sys.argv[3], "a")
+with Journal(sys.argv[1]) as journal:
+    for n in range(10**9):
+        entry = journal.append("PROPOSED", f"{name}-{n}", {"agent": name})
+        acks.write(entry["effect_id"] + "\\n")
+        acks.flush()
+"""
+
+
+def acked(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def wait_for(condition, what: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.002)
+
+
+def test_appends_that_returned_survive_sigkill_of_any_appender_at_any_moment(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    rng = random.Random(18)
+    procs: dict[str, subprocess.Popen] = {}
+
+    def start(name: str) -> None:
+        procs[name] = subprocess.Popen([sys.executable, "-c", APPENDER, str(path), name,
+                                        str(tmp_path / f"{name}.acks")], cwd=ROOT)
+
+    for w in range(4):
+        start(f"w{w}-0")
+    try:
+        for kill in range(16):
+            name = rng.choice(sorted(procs))
+            already = len(acked(tmp_path / f"{name}.acks"))
+            wait_for(lambda: len(acked(tmp_path / f"{name}.acks")) > already + rng.randrange(1, 6), f"{name} acks")
+            os.kill(procs[name].pid, signal.SIGKILL)
+            assert procs.pop(name).wait(30) == -signal.SIGKILL
+            start(f"{name.split('-')[0]}-{kill + 1}")
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait(30)
+    raw = path.read_bytes()
+    with Journal(path) as journal:
+        assert len(journal) == raw.count(b"\n")
+        entries = journal.entries()
+    stored = {e["effect_id"] for e in entries}
+    acks = [eid for ack in tmp_path.glob("*.acks") for eid in acked(ack)]
+    assert len(acks) > 16 and not set(acks) - stored
+    result = verify_journal(entries)
+    assert result["valid"], result["problems"][:3]
+
+
+def test_threads_appending_at_once_share_flushes_and_each_entry_is_durable_when_append_returns(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    flushes = 0
+    real = os.fdatasync
+
+    def counting(fd: int) -> None:
+        nonlocal flushes
+        flushes += 1
+        real(fd)
+
+    os.fdatasync = counting
+    try:
+        late: list[int] = []
+        with Journal(path) as journal:
+            def work(t: int) -> None:
+                for n in range(25):
+                    entry = journal.append("PROPOSED", f"t{t}-{n}", {"agent": str(t)})
+                    if witnessed(path).seq < entry["seq"]:  # a flush covering it must finish before the return
+                        late.append(entry["seq"])
+
+            threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert len(journal) == 400 and late == []
+    finally:
+        os.fdatasync = real
+    assert flushes < 400, flushes
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    assert verify_journal(entries)["valid"]

@@ -1,0 +1,112 @@
+"""Damage is refused, never truncated: only a torn last line is a crash leftover; a journal cut back further than
+a crash can tear (a restore, a copy, a cut at any offset) refuses to open and is left byte for byte as it was."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlock import Effect, FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gated_journal(directory: Path, effects: int) -> tuple[Path, list[str]]:
+    """A journal the gate wrote for `effects` committed effects; returns it and the ids the service received."""
+    sent: list[str] = []
+    gate = Gate(directory / "journal.jsonl", FunctionTarget("svc", lambda eid, p: sent.append(eid) or eid, tier=3))
+    for n in range(effects):
+        assert gate.submit(Effect(f"job:{n}", {"n": n})).status == "COMMITTED"
+    gate.journal.close()
+    return directory / "journal.jsonl", sent
+
+
+def line_starts(raw: bytes) -> list[int]:
+    return [0] + [i + 1 for i, byte in enumerate(raw) if byte == 0x0A][:-1]
+
+
+def test_a_journal_cut_at_an_offset_in_the_middle_refuses_to_open_and_is_left_as_it_was(tmp_path):
+    path, sent = gated_journal(tmp_path, 60)
+    raw = path.read_bytes()
+    starts = line_starts(raw)
+    cut = raw[: starts[-117] + 40]  # a restore that lost its last 117 entries, ending inside an entry
+    path.write_bytes(cut)
+    again: list[str] = []
+    target = FunctionTarget("svc", lambda eid, p: again.append(eid) or eid, tier=3)
+    with pytest.raises(JournalCorrupt) as raised:
+        Gate(path, target)
+    message = str(raised.value)
+    assert f"{path}:{len(starts) - 116}:" in message and "cut back" in message and "\n" not in message
+    assert path.read_bytes() == cut
+    assert not Path(f"{path}.torn").exists()
+    assert again == []
+
+
+def test_cuts_at_random_offsets_before_the_last_entry_are_refused_and_within_it_are_torn(tmp_path):
+    path, _ = gated_journal(tmp_path, 25)
+    raw = path.read_bytes()
+    last = line_starts(raw)[-1]
+    witness = Path(f"{path}.witness").read_bytes()
+    rng = random.Random(12)
+    for offset in sorted(rng.sample(range(last), 40)) + sorted(rng.sample(range(last, len(raw)), 10)):
+        path.write_bytes(raw[:offset])
+        Path(f"{path}.witness").write_bytes(witness)
+        Path(f"{path}.torn").unlink(missing_ok=True)
+        if offset < last:
+            with pytest.raises(JournalCorrupt, match="cut back|rewritten|does not link|not a JSON line"):
+                Journal(path)
+            assert path.read_bytes() == raw[:offset], offset
+            assert not Path(f"{path}.torn").exists(), offset
+        else:
+            with Journal(path) as journal:
+                assert len(journal) == raw.count(b"\n") - 1
+                assert journal.torn == ([raw[last:offset].decode()] if offset > last else [])
+
+
+def test_a_torn_last_line_after_a_witnessed_journal_is_set_aside_and_the_next_append_chains(tmp_path):
+    path, _ = gated_journal(tmp_path, 5)
+    torn = b'{"seq":20,"ts":1.5,"kind":"PROP'
+    with open(path, "ab") as f:
+        f.write(torn)
+    with Journal(path) as journal:
+        assert journal.torn == [torn.decode()] and len(journal) == 20
+        journal.append("PROPOSED", "a" * 12, {"agent": "a"})
+    assert Path(f"{path}.torn").read_bytes() == torn + b"\n"
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(entries) == 21 and verify_journal(entries)["valid"]
+
+
+def test_a_journal_rewritten_behind_its_witness_is_refused(tmp_path):
+    path, _ = gated_journal(tmp_path, 4)
+    (tmp_path / "other").mkdir()
+    other, _ = gated_journal(tmp_path / "other", 5)
+    path.write_bytes(other.read_bytes())
+    with pytest.raises(JournalCorrupt, match="rewritten"):
+        Journal(path)
+
+
+def test_the_receipts_command_judges_a_torn_last_line_and_a_cut_as_the_library_does(tmp_path):
+    path, _ = gated_journal(tmp_path, 6)
+    raw = path.read_bytes()
+    starts = line_starts(raw)
+
+    def receipts() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+
+    path.write_bytes(raw + b'{"seq":24,"ts":1.5,"ki')
+    torn = receipts()
+    assert torn.returncode == 0, torn.stderr
+    assert json.loads(torn.stdout)["torn_tail"] == '{"seq":24,"ts":1.5,"ki'
+    with Journal(path) as journal:
+        assert len(journal.torn) == 1
+    path.write_bytes(raw[: starts[-5] + 7])
+    cut = receipts()
+    assert cut.returncode == 1 and "cut back" in cut.stdout
+    with pytest.raises(JournalCorrupt, match="cut back"):
+        Journal(path)
