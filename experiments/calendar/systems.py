@@ -157,7 +157,7 @@ def peer(job: Job, decision: dict[str, Any], hook: Any) -> dict[str, Any]:
     from experiments.peers import calendar
 
     outcome, ids = calendar.run(job.system, job.phase, job.directory, job.service, hook.reach)
-    return {**_result(outcome, ids["event_id"]), "peer": ids}
+    return {**_result(outcome, baseline_event_id(job.request_id)), "peer": ids}
 
 
 SYSTEMS: dict[str, System] = {
