@@ -17,7 +17,9 @@ REFUSED = "REFUSED:"
 
 _CLAIMS_LANDED = frozenset({WRITTEN, ALREADY_APPLIED, BOOKED, ALREADY_EXISTS_409, FOUND_BY_LOOKUP, "COMMITTED",
                             "COMMITTED_BY_RETRY", "COMMITTED_ON_QUERY", "REAPPLIED_AFTER_QUERY", "DUPLICATE_IGNORED"})
-_CANNOT_SAY = frozenset({"AMBIGUOUS", "IN_FLIGHT"})
+# The peers' own cannot-say answers (experiments.peers): an idempotency record still in progress, a workflow that
+# ended in error, a record whose payload hash does not match.
+_CANNOT_SAY = frozenset({"AMBIGUOUS", "IN_FLIGHT", "IN_PROGRESS", "WORKFLOW_ERROR", "IDEMPOTENCY_VALIDATION_ERROR"})
 
 
 class UnknownOutcome(ValueError):

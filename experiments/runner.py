@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from experiments import crash, harness, journals, live
+from experiments import crash, harness, journals, live, peers
 from experiments.atomic import write_json
 from experiments.phases import DECIDE, RESTART
 
@@ -310,8 +310,10 @@ def run(scenario_class: type[Scenario], args: argparse.Namespace) -> dict[str, A
     cells_planned = plan(scenario_class, args)
     progress = harness.Progress(len(cells_planned))
     cells: list[dict[str, Any]] = []
+    systems = {system for _, system in cells_planned}
     with tempfile.TemporaryDirectory(prefix=f"interlock-{scenario_class.name}-") as tmp, \
-            live.services(args.live, Path(tmp) / "services", scenario_class.roles) as chosen:
+            live.services(args.live, Path(tmp) / "services", scenario_class.roles) as chosen, \
+            peers.peer_services(systems) as peer_backends:
         scenario = scenario_class(args, chosen, Path(tmp) / "cells")
         with scenario.open():
             for index, (fault, system) in enumerate(cells_planned):
@@ -322,10 +324,12 @@ def run(scenario_class: type[Scenario], args: argparse.Namespace) -> dict[str, A
                 cells.append(cell)
         sections = scenario.finish(cells)
         decider = next((c["decision"]["model"] for c in cells if isinstance(c.get("decision"), dict)), None)
-        services = {**chosen.provenance, **scenario.extra_services()}
+        services = {**chosen.provenance, **peer_backends, **scenario.extra_services()}
         made = harness.provenance(f"python -m experiments.{scenario_class.name}", services, decider,
                                   scenario.claim_settings())
     made["journal"] = args.journal_backend
+    if systems & set(peers.SYSTEMS):
+        made["peers"] = peers.peers_provenance()
     return {"scenario": scenario_class.name, "schema_version": 1, "generated": made["generated"], "model": decider,
             "provenance": made, **sections, "cells": cells}
 

@@ -30,7 +30,8 @@ def _run(tmp_path_factory, name: str, *argv: str) -> dict:
 
 @pytest.fixture(scope="module")
 def slot_busy(tmp_path_factory):
-    return _run(tmp_path_factory, "slot-busy", "--faults", "before_send/slot_busy", "--raced-trials", "0")
+    return _run(tmp_path_factory, "slot-busy", "--faults", "before_send/slot_busy", "--raced-trials", "0",
+                "--systems", "no_check,hand_check,interlock,interlock_change_only")
 
 
 @pytest.fixture(scope="module")

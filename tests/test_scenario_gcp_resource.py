@@ -187,7 +187,7 @@ def test_a_complete_run_has_the_ttl_control_on_one_before_send_and_one_after_com
     control = [fault.name for fault, system in cells if system == "interlock_ttl"]
 
     assert control == ["crash_before_send_redeploy", "crash_after_commit_redeploy"]
-    assert len(cells) == 3 * len(GcpResource.faults) + 2
+    assert len(cells) == len(GcpResource.systems) * len(GcpResource.faults) + 2
 
 
 def test_live_without_credentials_exits_2_before_writing(tmp_path):

@@ -28,7 +28,7 @@ from typing import Any
 
 from interlock import effect_id_for
 
-from experiments import harness, live
+from experiments import harness, live, peers
 from experiments.atomic import write_json
 from experiments.calendar.faults import FAULTS, PRE_BUSY, RACED_BUSY, REQUEST_CANCELLED, SLOT_BUSY
 from experiments.calendar.job import CASE_FILE, GATED, JOURNAL_FILE, LOG_FILE, REQUEST_FILE, RESULT_FILE
@@ -54,9 +54,12 @@ CLAIMS["interlock_change_only"] = CLAIMS["interlock"]
 KEPT_ELSEWHERE = (RESULT_FILE, REQUEST_FILE, LOG_FILE, CRASH_MARKER)
 
 # Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
-DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_change_only")
+DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "interlock_change_only", "dbos_step",
+                   "powertools_idempotent")
 # The control: the published run's claims (a 30 s TTL) on one before-send and one after-commit row.
 CONTROLS = {"interlock_ttl": ("before_send/none", "after_commit/none")}
+# The peers look at nothing before they send, so the raced trials (a check going stale before the send) skip them.
+UNRACED = frozenset(CONTROLS) | frozenset(peers.SYSTEMS)
 
 
 def _count(text: str) -> int:
@@ -214,7 +217,7 @@ class Calendar(Scenario):
         directory = self.root / "raced"
         directory.mkdir(parents=True)
         seed = int.from_bytes(secrets.token_bytes(4), "big")
-        systems = [s for s in self.args.systems if s not in CONTROLS]
+        systems = [s for s in self.args.systems if s not in UNRACED]
         args = ["--dir", str(directory), "--calendar", self.calendar_id,
                 "--base", rfc3339(self.base + timedelta(days=30)), "--tag", f"{self.tag}r",
                 "--systems", ",".join(systems), "--trials", str(self.args.raced_trials), "--seed", str(seed)]
@@ -257,7 +260,7 @@ class Calendar(Scenario):
 
     def finish(self, cells: list[dict[str, Any]]) -> dict[str, Any]:
         """The raced trials (offline), then the clean-up of every event the run saw."""
-        racing = not self.args.live and self.args.raced_trials > 0 and any(s not in CONTROLS for s in self.args.systems)
+        racing = not self.args.live and self.args.raced_trials > 0 and any(s not in UNRACED for s in self.args.systems)
         raced = self._raced() if racing else None
         cleaned = self._cleanup()
         return {"key": "calendar", "calendar": self.calendar_name,

@@ -152,10 +152,20 @@ def gated(job: Job, decision: dict[str, Any], hook: Hooks, *, expect: Any,
     }
 
 
+def peer(job: Job, decision: dict[str, Any], hook: Any) -> dict[str, Any]:
+    """A peer (DBOS, Powertools): the decided insert runs as the peer's documentation recommends (experiments.peers)."""
+    from experiments.peers import calendar
+
+    outcome, ids = calendar.run(job.system, job.phase, job.directory, job.service, hook.reach)
+    return {**_result(outcome, baseline_event_id(job.request_id)), "peer": ids}
+
+
 SYSTEMS: dict[str, System] = {
     "no_check": no_check,
     "hand_check": hand_check,
     "interlock": lambda job, decision, hook: gated(job, decision, hook, expect=[]),
     "interlock_change_only": lambda job, decision, hook: gated(job, decision, hook, expect=NOT_SET),
     "interlock_ttl": lambda job, decision, hook: gated(job, decision, hook, expect=[], ttl=True),
+    "dbos_step": peer,
+    "powertools_idempotent": peer,
 }

@@ -37,6 +37,10 @@ RECORDS = {
                  "re-checked",
     INTERLOCK_TTL: "hash-chained journal: the decision, its premise, each incident check, each send and what "
                    "recovery re-checked",
+    "dbos_step": "DBOS system database: the workflow's status, input and output rows and its step's checkpointed "
+                 "output (peer_record_<phase>.json)",
+    "powertools_idempotent": "Powertools idempotency record in Redis: status, expiry, in-progress expiry and the "
+                             "stored answer (peer_record_<phase>.json)",
 }
 CLAIMS = {
     "interlock": {"kind": "flock per effect, released by the kernel when its owner dies",
@@ -47,7 +51,7 @@ CLAIMS = {
 }
 
 # Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
-DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock")
+DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "dbos_step", "powertools_idempotent")
 # The control: the published run's claims (a 30 s TTL) on one before-send and one after-commit row.
 CONTROLS = {INTERLOCK_TTL: ("crash_before_send_redeploy", "crash_after_commit_redeploy")}
 

@@ -37,9 +37,19 @@ def _gated(system: str, phase: str, case_dir: Path, client: Any, case: dict[str,
     return gated.submit(system, case_dir, client, case, decision, body, hook)
 
 
+def _peer(system: str, phase: str, case_dir: Path, client: Any, case: dict[str, Any], decision: dict[str, Any],
+          body: str, hook: Hooks) -> tuple[str, dict[str, Any]]:
+    """A peer (DBOS, Powertools): the cell's job runs as the peer's documentation recommends (experiments.peers)."""
+    from experiments.peers import gcp_resource
+
+    return gcp_resource.run(system, phase, case_dir, client, hook.reach)
+
+
 SYSTEMS: dict[str, System] = {
     "no_check": _queued,
     "hand_check": _queued,
     "interlock": _gated,
     "interlock_ttl": _gated,
+    "dbos_step": _peer,
+    "powertools_idempotent": _peer,
 }

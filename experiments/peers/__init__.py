@@ -1,10 +1,11 @@
 """The peers: DBOS Transact (`dbos_step`) and Powertools for AWS Lambda idempotency (`powertools_idempotent`),
 run in the same faults as the other systems, on real local backends (SQLite or PostgreSQL, a real redis-server).
 
-Each scenario hands a peer a `PeerJob` (the job id, the request, the one call that sends it); `dbos_step` and
-`powertools_idempotent` run it as their documentation recommends; `worker` is the process entry point that leaves
-the outcome file and the peer's own record in the cell. The package root loads neither library: each
-worker imports only its own peer. Nothing here judges an outcome.
+Each scenario hands a peer a `PeerJob` (the job id, the request, the one call that sends it: `gcp_resource`,
+`calendar`); `dbos_step` and `powertools_idempotent` run it as their documentation recommends; `run_peer` leaves the
+peer's own record in the cell beside the scenario worker's outcome file, and `peer_services` starts the backends a
+run needs. A scenario's table of systems has one entry per peer that calls its adapter. The package root loads
+neither library: each worker imports only its own peer. Nothing here judges an outcome.
 """
 
 from experiments.peers.job import (DBOS_STEP, IN_PROGRESS, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, SCENARIOS, SYSTEMS,

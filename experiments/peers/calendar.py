@@ -17,9 +17,16 @@ from googleapiclient.errors import HttpError
 from experiments.calendar.request import baseline_event_id, event_body
 from experiments.peers.job import PeerJob
 from experiments.peers.points import Points
+from experiments.peers.run import run_peer
 
 CASE_FILE, DECISION_FILE = "case.json", "decision.json"
 BOOKED, ALREADY_EXISTS = "BOOKED", "ALREADY_EXISTS_409"
+
+
+def run(system: str, phase: str, case_dir: Path, service: Any,
+        reach: Callable[[str], None]) -> tuple[str, dict[str, Any]]:
+    """One worker's turn at the cell's booking with the peer `system` (the decision already persisted)."""
+    return run_peer(system, phase, case_dir, peer_job(case_dir, phase, system, service, reach))
 
 
 def peer_job(case_dir: Path, phase: str, system: str, service: Any, reach: Callable[[str], None]) -> PeerJob:

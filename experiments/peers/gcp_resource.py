@@ -21,9 +21,16 @@ from experiments.gcp_resource.case import (AGENT_WRITER, CASE_FILE, DECISION_FIL
 from experiments.atomic import write_json
 from experiments.peers.job import PeerJob
 from experiments.peers.points import Points
+from experiments.peers.run import run_peer
 
 JOB_FILE = "peer_job.json"
 WRITTEN, REFUSED = "WRITTEN", "PRECONDITION_FAILED"
+
+
+def run(system: str, phase: str, case_dir: Path, client: storage.Client,
+        reach: Callable[[str], None]) -> tuple[str, dict[str, Any]]:
+    """One worker's turn at the cell's job with the peer `system`: its outcome and what it saw."""
+    return run_peer(system, phase, case_dir, peer_job(case_dir, phase, client, reach))
 
 
 def peer_job(case_dir: Path, phase: str, client: storage.Client, reach: Callable[[str], None]) -> PeerJob:
