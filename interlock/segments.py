@@ -47,8 +47,21 @@ class SegmentFiles:
         self.archive = archive
         self._rolled: list[Segment] = []
         self._fds: dict[int, int] = {}
-        self._refresh()
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._open_live()
+
+    def _open_live(self) -> None:
+        """Open the live segment and learn its base, consistently with a roll by another process: a roll renames
+        the live file before it starts the next one, so a listing taken after the open that differs from the one
+        taken before it means the file just opened may follow segments the first listing missed."""
+        while True:
+            self._refresh()
+            before = self._rolled
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self._refresh()
+            if self._rolled == before:
+                break
+            os.close(fd)
+        self.fd = fd
         self.base = self._rolled[-1].end if self._rolled else 0
 
     def close(self) -> None:
@@ -79,9 +92,7 @@ class SegmentFiles:
             moved = True
         if moved:
             os.close(self.fd)
-            self._refresh()
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-            self.base = self._rolled[-1].end if self._rolled else 0
+            self._open_live()
 
     def roll(self) -> Path:
         """Rename the live segment (flushed, ending on a line) to its rolled name and start a new one."""
