@@ -9,7 +9,7 @@ from typing import Any
 try:  # an optional accelerator for checking stored hashes; the hash rule itself never depends on it
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 
 # Built once: json.dumps with these options would build a new encoder for every entry it hashes.
@@ -61,4 +61,4 @@ def hash_holds(entry: dict[str, Any]) -> bool:
                 return True
         except TypeError:
             pass
-    return hashlib.sha256(canonical_bytes(body)).hexdigest() == stored
+    return bool(hashlib.sha256(canonical_bytes(body)).hexdigest() == stored)

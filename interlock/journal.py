@@ -66,7 +66,8 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
 def plain(data: dict[str, Any]) -> dict[str, Any]:
     """`data` as it reads back from the journal (tuples as lists, keys as strings): the form every hash is over.
     Done before the append lock, so writers waiting on it do not wait on this too."""
-    return json.loads(json.dumps(data))
+    plain_data: dict[str, Any] = json.loads(json.dumps(data))
+    return plain_data
 
 
 def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
@@ -205,6 +206,7 @@ class Journal:
                 self._files.roll()
             if self._tail_entries >= self._checkpoint_every:
                 self._checkpoint(self._key)
+        assert mark is not None  # `_take` just set it
         self._make_durable(mark)
         return entry
 
@@ -327,7 +329,7 @@ class Journal:
                                  f"({self._index.path}): the journal was rewritten")
         self._seq, self._last, self._line = covered.seq, covered.head, covered.seq + 1
         self._offset = self._tail_start = covered.offset
-        self._tip = Mark(covered.seq, start, covered.offset, covered.head, entry.get("prev"))
+        self._tip = Mark(covered.seq, start, covered.offset, str(covered.head), entry.get("prev"))
 
     def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
         """Read and check every complete line past what this process has seen. At open, also hold the journal to
@@ -359,8 +361,8 @@ class Journal:
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
         if witnessed.end <= scanned_from:
             _, entry = self._entry_ending_at(witnessed.end)
-            if entry is None or differs(witnessed, seq=entry.get("seq"), start=witnessed.start,
-                                        head=entry.get("hash")) or entry.get("seq") != witnessed.seq:
+            if entry is None or differs(witnessed, seq=int(entry.get("seq", -1)), start=witnessed.start,
+                                        head=str(entry.get("hash"))) or entry.get("seq") != witnessed.seq:
                 raise JournalCorrupt(f"{self.path}:{witnessed.seq + 1}: entry {witnessed.seq} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
             return

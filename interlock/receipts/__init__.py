@@ -52,7 +52,7 @@ def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     signed = None  # a signature proves nothing until it is checked against a key trusted from elsewhere
     extra = []
     if public_key is not None:
-        signed = signature_holds(signature, bundle_statement(effect_id, entries), public_key)
+        signed = signature_holds(signature, bundle_statement(effect_id or "", entries), public_key)
         if not signed:
             extra.append("signature: missing or does not verify against the given public key")
     return _receipt(check, signed, extra)
@@ -119,7 +119,7 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
         if i == wanted:
             at_checkpoint = previous
         eid = get("effect_id")
-        check = found(eid)
+        check = found(eid) if isinstance(eid, str) else None
         if check is None:
             if type(eid) is not str:
                 continue
@@ -127,8 +127,8 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
         check.feed(entry, holds)
     signed = None
     if checkpoint is not None:
-        signed, found = _checkpoint(i + 1, at_checkpoint, checkpoint, public_key)
-        problems += found
+        signed, unheld = _checkpoint(i + 1, at_checkpoint, checkpoint, public_key)
+        problems += unheld
     chain_ok = not problems
     verified = {eid: _receipt(check, None, []) for eid, check in checks.items()}
     for eid, outcome in verified.items():
@@ -160,7 +160,7 @@ def _checkpoint(count: int, found: Any, checkpoint: dict[str, Any], public_key: 
     """Hold a journal of `count` entries, whose entry at the checkpoint's seq hashes to `found`, to `checkpoint`."""
     problems = []
     seq, head = checkpoint.get("seq"), checkpoint.get("head")
-    signed = public_key is not None and signature_holds(checkpoint.get("signature"), checkpoint_statement(seq, head),
+    signed = public_key is not None and signature_holds(checkpoint.get("signature"), checkpoint_statement(seq if isinstance(seq, int) else -1, head),
                                                         public_key)
     if not signed:
         problems.append("checkpoint: signature missing or does not verify against the given public key")
