@@ -27,14 +27,14 @@ from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, Premise
 from .receipts import bundle, verify, verify_journal
 from .signing import generate_key, public_hex
-from .targets import (DEFAULT_IN_FLIGHT, TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget, Rejected, Target,
-                      Unanswered)
+from .targets import (DEDUPE, DEFAULT_IN_FLIGHT, EPOCH, LEASE, TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget,
+                      Rejected, Target, Unanswered)
 
 __all__ = [
-    "Action", "AsyncAction", "BundleError", "CallableLease", "Check", "Claim", "ClaimLost", "ConfigurationError", "DEFAULT_IN_FLIGHT",
-    "DuplicateAction", "Effect", "EffectError", "EffectRecord", "EffectRefused", "EffectUnsettled", "FileClaims",
+    "Action", "AsyncAction", "BundleError", "CallableLease", "Check", "Claim", "ClaimLost", "ConfigurationError", "DEDUPE", "DEFAULT_IN_FLIGHT",
+    "DuplicateAction", "EPOCH", "Effect", "EffectError", "EffectRecord", "EffectRefused", "EffectUnsettled", "FileClaims",
     "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
-    "JournalUnavailable", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
+    "JournalUnavailable", "LEASE", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
     "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "Unsettled",
     "bundle", "current_effect", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",

@@ -37,7 +37,7 @@ import contextvars
 import functools
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, overload
 
@@ -127,13 +127,13 @@ class _Spec:
     def __init__(self, app: Interlock, name: str, fn: Callable[..., Any], *, key: Callable[..., str],
                  lease: Callable[..., Any] | None, facts: Mapping[str, Callable[..., Any]],
                  expect: Mapping[str, Any], read_at_call: bool, tier: int, lookup: Callable[..., Any] | None,
-                 fenced: bool, in_flight: float | None):
+                 fences: Collection[str], in_flight: float | None):
         self.app, self.name, self.fn = app, name, fn
         self.key, self.lease, self.facts, self.expect = key, lease, dict(facts), dict(expect)
         self.read_at_call = read_at_call
         self.lookup = lookup
         self.signature = inspect.signature(fn)
-        target = FunctionTarget(name, self._send, tier=tier, find=self._find if lookup else None, fenced=fenced,
+        target = FunctionTarget(name, self._send, tier=tier, find=self._find if lookup else None, fences=fences,
                                 in_flight=in_flight)
         self.gate = Gate(app.journal, target, claims=app.claims, claim_wait=app.claim_wait, hooks=app.hooks)
 
@@ -331,7 +331,7 @@ class Interlock:
         read_at_call: bool = False,
         tier: int | None = None,
         lookup: Callable[..., Any] | None = None,
-        fenced: bool = False,
+        fences: Collection[str] = (),
         in_flight: float | None = None,
     ) -> _Decorator:
         """Gate the decorated function (sync or `async def`).
@@ -340,9 +340,11 @@ class Interlock:
         qualified name) is the stable action name recovery finds its effects by: two actions with one name are
         an error. `lease` returns whether the authority is live (or a `Lease`). `facts` read each premise now;
         `expect` pins some of them. `tier`: 1 when the service dedupes on the effect id, 2 when `lookup` can find
-        the effect (the default with a lookup), 3 otherwise. `fenced=True` when the service refuses a stray
-        request from a dead sender, or `in_flight=SECONDS`, the longest one can still land (see
-        `interlock.targets.base`). The function and `lookup` get the effect id from `current_effect()`.
+        the effect (the default with a lookup), 3 otherwise. `fences` names what the service refuses on its own
+        (`DEDUPE`, `LEASE`, or facts each request preconditions on), and `in_flight=SECONDS` the longest a request
+        from a dead sender can still land where no fence covers what moved: recovery does not conclude "not
+        landed" before then (see `interlock.targets.base`). The function and `lookup` get the effect id from
+        `current_effect()`.
         """
         facts = dict(facts or {})
         expect = dict(expect or {})
@@ -359,7 +361,7 @@ class Interlock:
                 raise ConfigurationError(f"{action}: the parameter name {OBSERVED!r} is reserved for the decision's "
                                          "premises")
             spec = _Spec(self, action, fn, key=key, lease=lease, facts=facts, expect=expect,
-                         read_at_call=read_at_call, tier=level, lookup=lookup, fenced=fenced, in_flight=in_flight)
+                         read_at_call=read_at_call, tier=level, lookup=lookup, fences=fences, in_flight=in_flight)
             self._specs[action] = spec
             return AsyncAction(spec) if inspect.iscoroutinefunction(fn) else Action(spec)
 

@@ -28,6 +28,13 @@ class Check:
             return {"lease_live": False, "lease": self.lease}
         return {"lease_live": True, "lease": self.lease, "violations": list(self.violations)}
 
+    def moved(self) -> frozenset[str]:
+        """What no longer holds, in the names a target's fences use: "lease" when the lease ended (the premises
+        were then not read), else the name of each premise that moved (a violation starts with its name)."""
+        if not self.lease_live:
+            return frozenset({"lease"})
+        return frozenset(v.partition(": ")[0] for v in self.violations)
+
     def reason(self) -> str | list[str]:
         """What a refusal on this check journals as its reason: the violations, or that the lease ended."""
         return list(self.violations) if self.lease_live else "lease not live"

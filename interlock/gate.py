@@ -18,7 +18,7 @@ from .journal import EffectRecord, Journal
 from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, violations
-from .recovery import Recovery, apply, refuse
+from .recovery import Recovery, append_claimed, apply, refuse
 from .targets.base import Rejected, Target, unanswered
 
 
@@ -98,7 +98,7 @@ class Gate:
         self.journal.refresh()
         record = self.journal.effect(eid)
         if record is None:
-            self.journal.append(PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
             self.hooks.reach(points.AFTER_PROPOSED)
         elif record.payload_hash != payload_hash:
             return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
@@ -118,20 +118,20 @@ class Gate:
 
         checks = recheck()
         if not checks.lease_live:
-            return refuse(self.journal, eid, RefusalCode.LEASE, checks.reason(), checks, resolves=False)
-        self.journal.append(AUTHORIZED, eid, {"lease": checks.lease})
+            return refuse(self.journal, claim, eid, RefusalCode.LEASE, checks.reason(), checks, resolves=False)
+        append_claimed(self.journal, claim, AUTHORIZED, eid, {"lease": checks.lease})
         if checks.violations:
-            return refuse(self.journal, eid, RefusalCode.STALE_PREMISE, checks.reason(), checks, resolves=False)
-        moved = self._journal_dispatch(eid, {
+            return refuse(self.journal, claim, eid, RefusalCode.STALE_PREMISE, checks.reason(), checks, resolves=False)
+        moved = self._journal_dispatch(eid, claim, {
             "effect": effect.payload, "lease": checks.lease, "premises": decided, "checks": checks.journaled(),
             "epoch": claim.epoch,
         }, recheck)
         if moved is not None:
-            return refuse(self.journal, eid, _code(moved), moved.reason(), moved, resolves=False)
+            return refuse(self.journal, claim, eid, _code(moved), moved.reason(), moved, resolves=False)
         self.hooks.reach(points.BEFORE_SEND)
         looked = recheck()  # the last look: only the read itself, the confirm and the request stand before the send
         if not looked.passed:
-            return refuse(self.journal, eid, _code(looked), looked.reason(), looked, resolves=True,
+            return refuse(self.journal, claim, eid, _code(looked), looked.reason(), looked, resolves=True,
                           epoch=claim.epoch)
         if not claim.confirm():
             raise ClaimLost(f"the claim on {eid} was taken over before the send")
@@ -143,22 +143,23 @@ class Gate:
             if settled is not None:
                 return settled
             code = RefusalCode.STALE_PREMISE if no.precondition else RefusalCode.TARGET_ERROR
-            return refuse(self.journal, eid, code, no.detail, None, resolves=True, epoch=claim.epoch)
+            return refuse(self.journal, claim, eid, code, no.detail, None, resolves=True, epoch=claim.epoch)
         except Exception as exc:
             if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
                 return self._recovery(effect, claim).settle(self.claim_wait)
             return self._recovery(effect, claim).send_failed(exc, looked)
         self.hooks.reach(points.AFTER_COMMIT)
-        self.journal.append(COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
+        append_claimed(self.journal, claim, COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
         return Outcome(Status.COMMITTED, eid, result)
 
-    def _journal_dispatch(self, eid: str, data: dict[str, Any], recheck: Callable[[], Check]) -> Check | None:
+    def _journal_dispatch(self, eid: str, claim: ClaimLike, data: dict[str, Any],
+                          recheck: Callable[[], Check]) -> Check | None:
         """Write DISPATCHED. A journal in a database re-runs the check inside the write's own transaction, so a
         lease or premise kept in that database cannot move between check and dispatch; returns that check when
         it failed (nothing written), else None."""
         append_dispatch = getattr(self.journal, "append_dispatch", None)
         if append_dispatch is None:
-            self.journal.append(DISPATCHED, eid, data)
+            append_claimed(self.journal, claim, DISPATCHED, eid, data)
             return None
         seen: list[Check] = []
 

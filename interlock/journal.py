@@ -17,13 +17,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .canonical import entry_hash, hash_holds, loads
-from .errors import JournalCorrupt
+from .errors import ClaimLost, JournalCorrupt
 from .index import Checkpoint, EffectIndex
 from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after, settles
 from .segments import SegmentFiles, line_at, line_ending_at, lines
@@ -187,16 +187,22 @@ class Journal:
         with self._locked():
             pass
 
-    def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    def append(self, kind: str, effect_id: str, data: dict[str, Any], *,
+               holds: Callable[[], bool] | None = None) -> dict[str, Any]:
         """Durably append one entry (on disk before returning) and return it as stored.
 
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
-        a stale sender's answer is kept, never allowed to overwrite the resolution.
+        a stale sender's answer is kept, never allowed to overwrite the resolution. `holds` (the writer's claim
+        confirm) runs under the append lock: when it answers False the writer's claim was taken over, so a
+        resolution is stored as LATE_RESULT and anything else raises ClaimLost, writing nothing.
         """
         data = plain(data)
         with self._locked():
             record = self._record(effect_id)
-            entry = sealed(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record)
+            late = holds is not None and not holds()
+            if late and kind not in RESOLUTIONS:
+                raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
+            entry = sealed(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record, late=late)
             line = encode(entry)
             start = self._offset
             os.write(self._files.fd, line)

@@ -2,17 +2,18 @@
 
 The order of questions, for an effect whose last send has no answer in the journal:
 
-1. Can a request still land? For an unfenced target, not before the last send's DISPATCHED time plus its
-   `in_flight` bound: recovery waits that out when it fits in the caller's wait, else reports IN_FLIGHT with
-   `decide_at`. A fenced target (the service refuses a stray request) is decided at once.
-2. Do lease and premises still hold? Tier 1 then resends (the service dedupes). Otherwise the lookup decides:
-   found means it landed; not found and still valid means tier 2 resends under the service's own precondition.
-3. Every negative answer (a failed re-check, a precondition refusal of the resend) is followed by one more
-   lookup, so an effect that landed late is recorded as committed, never as refused.
+1. Do lease and premises still hold? On a tier-1 target a resend then cannot land twice: it goes at once.
+2. Otherwise the lookup decides: found means it landed. Not found means "not landed" only once no request of the
+   earlier send can still land: at once when the target's fences cover what moved (a precondition on the premise
+   that changed; a dedupe on the effect id, when recovery is about to resend), after the target's `close_out`
+   made the service refuse them, or else after the last send's DISPATCHED time plus the target's `in_flight`
+   bound (recovery waits that out when it fits in the caller's wait, else reports IN_FLIGHT with `decide_at`).
+   Then the lookup is made once more: an effect that landed late is recorded as committed, never as refused.
+3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup.
 
 Without a lookup a failed re-check cannot say whether the first send landed, and tier 3 never resends: both
 record AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim confirm, after
-REDISPATCHED is durable. The caller holds the claim.
+REDISPATCHED is durable. The caller holds the claim, and every entry it appends is fenced by it (`append_claimed`).
 """
 
 from __future__ import annotations
@@ -26,15 +27,26 @@ from .checks import Check, check
 from .effects import Effect, proposal
 from .errors import ClaimLost
 from .hooks import Hooks
+from .journal import Journal
 from .kinds import AMBIGUOUS, COMMITTED, REDISPATCHED, REFUSED, SENDS
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
-from .targets.base import TIER_BLIND, TIER_DEDUPE, Rejected, Target, in_flight_bound, unanswered
+from .targets.base import DEDUPE, TIER_BLIND, TIER_DEDUPE, Rejected, Target, covers, in_flight_bound, unanswered
 
 
 def describe_error(exc: BaseException) -> dict[str, str]:
     """The type and message of an exception, as journaled with the send that raised it."""
     return {"type": type(exc).__qualname__, "message": str(exc)}
+
+
+def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str,
+                   data: dict[str, Any]) -> dict[str, Any]:
+    """Append an entry of a claimed effect, fenced by the claim: a holder whose claim was taken over (it was
+    stopped past the claim's lifetime) appends nothing but a late resolution (kept as LATE_RESULT), and raises
+    ClaimLost for anything else, so its record can never reopen a send its successor settled."""
+    if isinstance(journal, Journal):
+        return journal.append(kind, effect_id, data, holds=claim.confirm)
+    return journal.append(kind, effect_id, data)  # a database journal fences appends on the claim epoch itself
 
 
 def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimLike) -> Any:
@@ -57,23 +69,32 @@ class Recovery:
         self.claim = claim
         self.hooks = hooks
         self.eid = effect.effect_id
+        self._deadline = time.monotonic()
+        self._last_send: float | None = None  # when the send recovery settles was journaled (a stray may follow)
 
     def settle(self, wait: float) -> Outcome:
-        """Settle the open dispatch, or report IN_FLIGHT while a request may still land."""
-        early = self._wait_out_in_flight(wait)
-        if early is not None:
-            return early
+        """Settle the open dispatch, or report IN_FLIGHT while a request may still land and `wait` does not
+        cover it."""
+        self._deadline = time.monotonic() + wait
+        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
+        self._last_send = sends[-1]["ts"] if sends else None
         rechecked = self.recheck()
         if self.target.tier == TIER_DEDUPE and rechecked.passed:
             return self._resend(rechecked, "retry", Status.COMMITTED_BY_RETRY)
         if not rechecked.passed:
             return self._settle_unsent(rechecked)
-        if self.target.can_lookup:
+        if not self.target.can_lookup:
+            return self._ambiguous("no dedupe and no lookup: whether the send landed is unknown", rechecked)
+        settled = self.look_up(rechecked)
+        if settled is not None:
+            return settled
+        if not covers(self.target, {DEDUPE}):  # a resend could land beside a stray: none may be left in flight
+            early = self._shut_out()
+            if early is not None:
+                return early
             settled = self.look_up(rechecked)
             if settled is not None:
                 return settled
-        if self.target.tier == TIER_BLIND:
-            return self._ambiguous("no dedupe and no lookup: whether the send landed is unknown", rechecked)
         return self._resend(rechecked, "recovery-reapply", Status.REAPPLIED_AFTER_QUERY)
 
     def recheck(self) -> Check:
@@ -89,22 +110,30 @@ class Recovery:
             settled = self.look_up(checks, error=error)
             if settled is not None:
                 return settled
-        self.journal.append(AMBIGUOUS, self.eid, {
+        append_claimed(self.journal, self.claim, AMBIGUOUS, self.eid, {
             "reason": f"the send raised {error['type']}: {error['message']}", "error": error,
             "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
 
-    def _wait_out_in_flight(self, wait: float) -> Outcome | None:
-        """IN_FLIGHT while an unfenced request may still land and the wait does not cover it; else None."""
-        bound = in_flight_bound(self.target)
-        if bound is None or not self.target.can_lookup:
-            return None  # fenced: a stray request is refused; blind: nothing is concluded or resent anyway
-        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
-        decide_at = sends[-1]["ts"] + bound if sends else time.time()
+    def _shut_out(self) -> Outcome | None:
+        """Make sure no request of the earlier send can still land: the target's `close_out` makes the service
+        refuse them, or else the in-flight bound after the last send is waited out. None once none can; IN_FLIGHT
+        (with `decide_at`) when the wait does not cover the bound; AMBIGUOUS, left open, when the service did not
+        answer the close-out."""
+        close_out = getattr(self.target, "close_out", None)
+        if close_out is not None:
+            try:
+                close_out(self.eid, self.effect.payload, epoch=self.claim.epoch)
+            except Exception as exc:  # the dispatch stays open for the next recovery
+                return Outcome(Status.AMBIGUOUS, self.eid, error=describe_error(exc))
+            return None
+        if self._last_send is None:
+            return None
+        decide_at = self._last_send + in_flight_bound(self.target)
         remaining = decide_at - time.time()
         if remaining <= 0:
             return None
-        if remaining > wait:
+        if remaining > self._deadline - time.monotonic():
             return Outcome(Status.IN_FLIGHT, self.eid, decide_at=decide_at)
         time.sleep(remaining)  # the target's own bound, not another process: no event marks a request's landing
         if not self.claim.confirm():
@@ -124,23 +153,31 @@ class Recovery:
                                 "rechecked": rechecked.journaled() if rechecked else None, "epoch": self.claim.epoch}
         if error is not None:
             data["error"] = error
-        self.journal.append(COMMITTED, self.eid, data)
+        append_claimed(self.journal, self.claim, COMMITTED, self.eid, data)
         return Outcome(Status.COMMITTED_ON_QUERY, self.eid, found, rechecked, error=error)
 
     def _settle_unsent(self, rechecked: Check) -> Outcome:
-        """The facts or the lease moved, so nothing may be sent: one more lookup says whether a send landed."""
+        """The facts or the lease moved, so nothing may be sent: the lookup says whether a send landed, once no
+        request of it can still land."""
         if not self.target.can_lookup:  # the send may have landed before the facts moved, and nothing can ask
             return self._ambiguous("the re-check failed and there is no lookup: whether the send landed is unknown",
                                    rechecked)
         settled = self.look_up(rechecked)
         if settled is not None:
             return settled
+        if not covers(self.target, rechecked.moved()):  # the service would still take a stray request
+            early = self._shut_out()
+            if early is not None:
+                return early
+            settled = self.look_up(rechecked)
+            if settled is not None:
+                return settled
         code = RefusalCode.LEASE_AT_RECOVERY if not rechecked.lease_live else RefusalCode.STALE_PREMISE_AT_RECOVERY
         return self._refuse(code, rechecked)
 
     def _resend(self, rechecked: Check, via: str, status: Status) -> Outcome:
-        self.journal.append(REDISPATCHED, self.eid, {"via": via, "rechecked": rechecked.journaled(),
-                                                     "epoch": self.claim.epoch})
+        append_claimed(self.journal, self.claim, REDISPATCHED, self.eid,
+                       {"via": via, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         self.hooks.reach(points.RECOVERY_BEFORE_RESEND)
         looked = self.recheck()  # the last look: only the read, the confirm and the request stand before the send
         if not looked.passed:
@@ -161,22 +198,22 @@ class Recovery:
                 return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=describe_error(exc))
             return self.send_failed(exc, rechecked)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
-        self.journal.append(COMMITTED, self.eid, {"via": via, "result": result, "rechecked": rechecked.journaled(),
-                                                  "epoch": self.claim.epoch})
+        append_claimed(self.journal, self.claim, COMMITTED, self.eid,
+                       {"via": via, "result": result, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         return Outcome(status, self.eid, result, rechecked)
 
     def _ambiguous(self, reason: str, rechecked: Check) -> Outcome:
-        self.journal.append(AMBIGUOUS, self.eid, {"reason": reason, "rechecked": rechecked.journaled(),
-                                                  "epoch": self.claim.epoch})
+        append_claimed(self.journal, self.claim, AMBIGUOUS, self.eid,
+                       {"reason": reason, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked)
 
     def _refuse(self, code: RefusalCode, rechecked: Check, detail: str | None = None) -> Outcome:
         reason = detail or code.value.replace("_at_", " at ")
-        return refuse(self.journal, self.eid, code, reason, rechecked, resolves=True, key="rechecked",
+        return refuse(self.journal, self.claim, self.eid, code, reason, rechecked, resolves=True, key="rechecked",
                       epoch=self.claim.epoch)
 
 
-def refuse(journal: JournalLike, eid: str, code: RefusalCode, reason: Any, looked: Check | None, *,
+def refuse(journal: JournalLike, claim: ClaimLike, eid: str, code: RefusalCode, reason: Any, looked: Check | None, *,
            resolves: bool, key: str = "checks", **data: Any) -> Outcome:
     """Journal a refusal with its code and the check behind it (under `key`), and return the matching outcome.
 
@@ -185,5 +222,5 @@ def refuse(journal: JournalLike, eid: str, code: RefusalCode, reason: Any, looke
     entry: dict[str, Any] = {"code": code.value, "reason": reason, "resolves": resolves}
     if looked is not None:
         entry[key] = looked.journaled()
-    journal.append(REFUSED, eid, {**entry, **data})
+    append_claimed(journal, claim, REFUSED, eid, {**entry, **data})
     return Outcome(Status.refusal(code), eid, rechecked=looked)

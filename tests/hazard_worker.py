@@ -1,8 +1,9 @@
 """A gated worker over the ledger service (`experiments.services.ledger`), run as a real process by the hazard tests.
 
-`python -m tests.hazard_worker DIR ENDPOINT [--mode submit|recover] [--fence none|version|epoch]
+`python -m tests.hazard_worker DIR ENDPOINT [--mode submit|recover] [--fence none|version|epoch|dedupe]
 [--in-flight S] [--ttl S] [--claim-wait S] [--bug]` submits (or recovers) one write and prints its outcome as one
-JSON line. The lease is `DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the
+JSON line. The target declares what the fence covers: the version premise and a second write (`version`), a
+second write (`dedupe`, tier 1), a superseded epoch, which recovery raises at the ledger first (`epoch`). The lease is `DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the
 ledger resource's version, whose own write (the ledger names the writer) is not a change. Kill and pause points
 come from the environment through the experiments' crash hook. `--bug` makes the send raise KeyError before it
 sends anything: the caller's own error.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import crash
-from interlock import CallableLease, Effect, FileClaims, FunctionTarget, Gate, Premise, Rejected
+from interlock import DEDUPE, EPOCH, CallableLease, Effect, FileClaims, FunctionTarget, Gate, Premise, Rejected
 
 KEY = "write:ledger/default:INC-7"
 
@@ -47,6 +48,8 @@ def build_target(endpoint: str, fence: str, in_flight: float | None, bug: bool) 
         if epoch:
             headers["X-Epoch"] = str(epoch["epoch"])
         status, answer = http("PUT", f"{endpoint}/effects/{effect_id}", payload, headers)
+        if status == 409 and isinstance(answer.get("record"), dict):  # the dedupe: the first write is there
+            return {"version": answer["record"]["version"]}
         if status in (409, 412):
             raise Rejected(f"{status} {answer.get('error')}", precondition=status == 412)
         return {"version": answer["version"]}
@@ -55,8 +58,12 @@ def build_target(endpoint: str, fence: str, in_flight: float | None, bug: bool) 
         status, answer = http("GET", f"{endpoint}/effects/{effect_id}")
         return {"version": answer["version"]} if status == 200 else None
 
-    return FunctionTarget("ledger", send, tier=2, find=find, fenced=fence == "version",
-                          in_flight=None if fence == "version" else in_flight, takes_epoch=fence == "epoch")
+    def shut(effect_id: str, payload: dict[str, Any], epoch: int) -> None:
+        assert http("POST", f"{endpoint}/fences/{effect_id}", {}, {"X-Epoch": str(epoch)})[0] == 200
+
+    fences = {"version": ("version", DEDUPE), "dedupe": (DEDUPE,), "epoch": (EPOCH,)}.get(fence, ())
+    return FunctionTarget("ledger", send, tier=1 if fence == "dedupe" else 2, find=find, fences=fences,
+                          in_flight=in_flight, takes_epoch=fence == "epoch", shut=shut if fence == "epoch" else None)
 
 
 def build_effect(directory: Path, endpoint: str) -> Effect:
@@ -84,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dir", type=Path)
     parser.add_argument("endpoint")
     parser.add_argument("--mode", choices=("submit", "recover"), default="submit")
-    parser.add_argument("--fence", choices=("none", "version", "epoch"), default="none")
+    parser.add_argument("--fence", choices=("none", "version", "epoch", "dedupe"), default="none")
     parser.add_argument("--in-flight", type=float, default=None)
     parser.add_argument("--ttl", type=float, default=30.0)
     parser.add_argument("--claim-wait", type=float, default=10.0)

@@ -190,8 +190,16 @@ def test_a_bug_in_the_send_is_journaled_with_its_exception_and_not_called_again(
 
 
 def test_a_lost_answer_to_an_unfenced_target_is_not_judged_before_its_in_flight_bound(tmp_path, service):
+    def timed_out(effect_id, payload):  # the request is still at the service: it has not landed yet
+        raise TimeoutError("no answer within the client's timeout")
+
+    target = FunctionTarget("svc", timed_out, tier=2, find=service.find, in_flight=60.0)
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    assert outcome.status == "IN_FLIGHT" and outcome.decide_at > time.time() + 50
+
+
+def test_a_lost_answer_found_by_the_lookup_is_committed_without_waiting_out_the_bound(tmp_path, service):
     target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=60.0)
     service.lose_answer = True
     outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
-    assert outcome.status == "IN_FLIGHT" and outcome.decide_at > time.time() + 50
-    assert len(service.landed) == 1
+    assert outcome.status == "COMMITTED_ON_QUERY" and len(service.landed) == 1

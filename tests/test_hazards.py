@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Journal, bundle, effect_id_for, verify
+from interlock import Journal, bundle, effect_id_for, open_send, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECT = effect_id_for("write:ledger/default:INC-7")
@@ -75,14 +75,15 @@ def test_recovery_waits_out_an_unfenced_request_that_outlives_its_sender(world, 
 
 
 def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
-    ledger.configure(delay=0.3)
-    kill_while_at_the_service(world, ledger, "--in-flight", "1.5")
-    outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "1.5", "--claim-wait", "0"))
+    ledger.configure(delay=2.0)
+    kill_while_at_the_service(world, ledger, "--in-flight", "2.5")
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0"))
+    assert ledger.applies(EFFECT) == 0, "the stray write landed before recovery looked: the schedule did not race"
     dispatched = next(e for e in Journal(world / "journal.jsonl").entries(EFFECT) if e["kind"] == "DISPATCHED")
-    assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 1.5)
+    assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 2.5)
     wait_until(lambda: ledger.applies(EFFECT) == 1, what="the stray write landing")
     wait_until(lambda: time.time() > outcome["decide_at"], what="the bound passing")
-    assert finished(worker(world, ledger, "--mode", "recover", "--in-flight", "1.5"))["status"] == "COMMITTED_ON_QUERY"
+    assert finished(worker(world, ledger, "--mode", "recover", "--in-flight", "2.5"))["status"] == "COMMITTED_ON_QUERY"
     assert ledger.applies(EFFECT) == 1
 
 
@@ -163,3 +164,92 @@ def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_servic
     assert woke["status"] == "COMMITTED_ON_QUERY", "the woken sender's record disagrees with the service"
     kinds = [e["kind"] for e in Journal(world / "journal.jsonl").entries(EFFECT)]
     assert kinds.count("COMMITTED") == 1 and "LATE_RESULT" in kinds
+
+
+def human_write(ledger) -> None:
+    ledger.human_write("default", "human")
+
+
+def revoke(world: Path) -> None:
+    (world / "lease.json").write_text(json.dumps({"status": "revoked"}))
+
+
+def settled_at_the_service(ledger) -> bool:
+    events = [e["event"] for e in ledger.log() if e["id"] == EFFECT]
+    return events.count("put") == events.count("applied") + events.count("refused")
+
+
+@pytest.mark.parametrize("fence", ["dedupe", "version"])
+def test_a_fence_that_does_not_cover_a_revoked_lease_waits_for_the_stray_write(world, ledger, fence):
+    ledger.configure(delay=0.6, fences=[fence])
+    kill_while_at_the_service(world, ledger, "--fence", fence, "--in-flight", "1.5")
+    revoke(world)
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", fence, "--in-flight", "1.5"))
+    assert ledger.applies(EFFECT) == 1, "the stray write did not land: the schedule did not race"
+    assert outcome["status"] == "COMMITTED_ON_QUERY", "recovery refused while the first write was still in flight"
+    assert receipt(world)["happened"] is True
+
+
+def test_a_dedupe_fence_does_not_cover_a_moved_premise(world, ledger):
+    ledger.configure(delay=0.6, fences=["dedupe"])
+    kill_while_at_the_service(world, ledger, "--fence", "dedupe", "--in-flight", "1.5")
+    human_write(ledger)
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "dedupe", "--in-flight", "1.5"))
+    assert outcome["status"] == "COMMITTED_ON_QUERY" and ledger.applies(EFFECT) == 1
+    assert receipt(world)["happened"] is True
+
+
+def test_a_version_fence_refuses_at_once_when_the_premise_it_covers_moved(world, ledger):
+    ledger.configure(delay=0.6, fences=["version"])
+    kill_while_at_the_service(world, ledger, "--fence", "version", "--in-flight", "30")
+    human_write(ledger)
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "version", "--in-flight", "30",
+                              "--claim-wait", "0"))
+    assert outcome["status"] == "REFUSED:stale_premise_at_recovery"
+    wait_until(lambda: settled_at_the_service(ledger), what="the stray write meeting the version fence")
+    assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
+    assert receipt(world)["happened"] is False
+
+
+def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses_at_once(world, ledger):
+    ledger.configure(delay=0.6, fences=["epoch"])
+    kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
+    revoke(world)
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
+                              "--claim-wait", "0"))
+    assert outcome["status"] == "REFUSED:lease_at_recovery", "recovery did not shut the stray write out"
+    wait_until(lambda: settled_at_the_service(ledger), what="the stray write meeting the epoch fence")
+    assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
+    assert receipt(world)["happened"] is False
+
+
+def test_an_epoch_fence_raised_by_recovery_lets_it_resend_at_once_without_a_second_apply(world, ledger):
+    ledger.configure(delay=0.6, fences=["epoch"])
+    kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
+    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
+                              "--claim-wait", "0"))
+    assert outcome["status"] == "REAPPLIED_AFTER_QUERY"
+    wait_until(lambda: settled_at_the_service(ledger), what="both writes settling at the ledger")
+    assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stray write landed as well"
+    assert receipt(world)["happened"] is True
+
+
+def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor_settled(world, ledger):
+    pause = world / "paused"
+    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="after_proposed", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching after_proposed")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
+                                  "--claim-wait", "5"))
+        assert outcome["status"] == "COMMITTED" and ledger.applies(EFFECT) == 1
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    assert finished(sender)["status"] == "IN_FLIGHT"
+    entries = Journal(world / "journal.jsonl").entries(EFFECT)
+    kinds = [e["kind"] for e in entries]
+    assert kinds[-1] == "COMMITTED", f"the superseded sender appended after its successor settled: {kinds}"
+    assert not open_send(entries) and receipt(world)["happened"] is True
+    assert ledger.applies(EFFECT) == 1

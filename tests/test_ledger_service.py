@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -100,3 +101,30 @@ def test_the_ledger_runs_as_its_own_process(tmp_path):
     finally:
         service.kill()
         service.wait()
+
+
+def test_a_fence_call_raises_the_epoch_so_an_older_write_still_in_flight_is_refused(ledger):
+    ledger.configure(delay=0.4, fences=["epoch"])
+    old = threading.Thread(target=call, args=(ledger, "PUT", "/effects/e1", {"value": 1}, {"X-Epoch": "1"}))
+    old.start()
+    wait_until(lambda: any(e["event"] == "put" for e in ledger.log()))
+    assert call(ledger, "POST", "/fences/e1", {}, {"X-Epoch": "2"}) == (200, {"id": "e1", "epoch": 2})
+    old.join()
+    assert call(ledger, "GET", "/applies/e1") == (200, {"id": "e1", "applies": 0, "refused": 1})
+
+
+def test_a_lookup_with_a_newer_epoch_raises_it_although_nothing_was_written(ledger):
+    ledger.configure(fences=["epoch"])
+    assert call(ledger, "GET", "/effects/e1", headers={"X-Epoch": "3"})[0] == 404
+    assert call(ledger, "PUT", "/effects/e1", {"value": 1}, {"X-Epoch": "2"})[0] == 409
+    assert call(ledger, "PUT", "/effects/e1", {"value": 1}, {"X-Epoch": "3"})[0] == 200
+
+
+def test_a_newer_write_raises_the_epoch_when_it_arrives_not_when_it_applies(ledger):
+    ledger.configure(delay=0.4, fences=["epoch"])
+    old = threading.Thread(target=call, args=(ledger, "PUT", "/effects/e1", {"value": 1}, {"X-Epoch": "1"}))
+    old.start()
+    wait_until(lambda: any(e["event"] == "put" for e in ledger.log()))
+    assert call(ledger, "PUT", "/effects/e1", {"value": 1}, {"X-Epoch": "2"})[0] == 200
+    old.join()
+    assert call(ledger, "GET", "/applies/e1") == (200, {"id": "e1", "applies": 1, "refused": 1})

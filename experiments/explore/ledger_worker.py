@@ -35,6 +35,7 @@ CLAIM_TTL_ENV = "EXPLORE_CLAIM_TTL"
 CLAIM_WAIT_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 10.0
 AGENT = "ledger-agent"
+PREMISE = "account_version"
 # The longest a request the ledger holds can still land: its largest write delay, with room for the exchange.
 IN_FLIGHT_SECONDS = 2.5
 
@@ -90,6 +91,12 @@ class Ledger:
         status, answer = _call("GET", f"{self.endpoint}/effects/{effect_id}")
         return answer if status == 200 else None
 
+    def fence(self, effect_id: str, epoch: int) -> None:
+        """Raise the effect's epoch at the ledger: a write of an older epoch still in flight is refused."""
+        status, answer = _call("POST", f"{self.endpoint}/fences/{effect_id}", {}, {"X-Epoch": str(epoch)})
+        if status != 200:
+            raise RuntimeError(f"ledger answered {status} to the fence: {answer.get('error')}")
+
 
 def lease_live(case_dir: Path) -> bool:
     """The authorization stands while lease.json says live."""
@@ -101,8 +108,10 @@ def _planted(point: str) -> bool:
 
 
 def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> str:
-    """The gate: the account's version as premise, lease.json as lease, a tier-2 target with an in-flight bound."""
-    from interlock import CallableLease, Effect, FileClaims, FunctionTarget, Gate, Journal, Premise, open_journal
+    """The gate: the account's version as premise, lease.json as lease, the ledger as a tier-2 target (tier 1
+    with the dedupe) that declares what its fence covers, and an in-flight bound for what it does not."""
+    from interlock import (DEDUPE, EPOCH, CallableLease, Effect, FileClaims, FunctionTarget, Gate, Journal, Premise,
+                           open_journal)
     from interlock.claims import DEFAULT_TTL
     from interlock.targets import TIER_DEDUPE, TIER_LOOKUP
 
@@ -119,13 +128,17 @@ def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> s
     def find(effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         return ledger.find(effect_id)
 
-    if fence in ("version", "dedupe"):  # the ledger itself refuses a stray write
-        target = FunctionTarget("ledger", send, tier=TIER_DEDUPE if fence == "dedupe" else TIER_LOOKUP, find=find,
-                                fenced=True)
-    else:  # a write from a superseded epoch is refused, but one still in flight from a dead sender is not
-        target = FunctionTarget("ledger", send, tier=TIER_LOOKUP, find=find, in_flight=IN_FLIGHT_SECONDS,
-                                takes_epoch=fence == "epoch")
-    premise = Premise("account_version", ledger.version, decided=case["decided_version"],
+    def shut(effect_id: str, payload: dict[str, Any], epoch: int) -> None:
+        ledger.fence(effect_id, epoch)
+
+    tier = TIER_DEDUPE if fence == "dedupe" else TIER_LOOKUP
+    # The version precondition refuses a stray write once the account moved, and a second write (the first moved
+    # it); the dedupe refuses a second write only; the epoch fence refuses every write of an older epoch once
+    # recovery raised it (`shut`). What no fence covers waits out the bound.
+    fences = {"version": (PREMISE, DEDUPE), "dedupe": (DEDUPE,), "epoch": (EPOCH,)}.get(fence, ())
+    target = FunctionTarget("ledger", send, tier=tier, find=find, fences=fences, in_flight=IN_FLIGHT_SECONDS,
+                            takes_epoch=fence == "epoch", shut=shut if fence == "epoch" else None)
+    premise = Premise(PREMISE, ledger.version, decided=case["decided_version"],
                       own_write=lambda now, was, effect_id: now == was + 1 and ledger.writer() == effect_id)
     lease = CallableLease(lambda: lease_live(case_dir), lambda: json.loads((case_dir / LEASE_FILE).read_text()))
     effect = Effect(case["key"], {"resource": case["resource"], "amount": case["amount"]}, [premise], lease, AGENT)

@@ -249,12 +249,24 @@ class CalendarWorld(JournalChoice):
             write_request(path, {**read_request(path), "status": "cancelled"})
 
     def truth(self, case: Case) -> Truth:
-        """Agent inserts from the stand-in's write log; live agent events from events.list on the slot."""
+        """Agent inserts from the stand-in's write log; live agent events from events.list on the slot. When the
+        id belongs to recovery's placeholder (off the slot, taken so a stray insert meets a 409), no booking
+        ever landed under it."""
+        from googleapiclient.errors import HttpError
+
         from experiments.calendar.service import slot_events
+        from interlock.targets.calendar import retired
 
         ours = case.ids["event_id"]
+        try:
+            placeholder = retired(self.service.events().get(calendarId=self.calendar_id, eventId=ours)
+                                  .execute(num_retries=0))
+        except HttpError as exc:
+            if exc.resp.status != 404:
+                raise
+            placeholder = False
         writes = [(e["event_id"], float(e["ts"])) for e in self.standin.write_log()
-                  if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200]
+                  if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200 and not placeholder]
         events = slot_events(self.service, self.calendar_id, *case.ids["slot"])
         live = sum(((e.get("extendedProperties") or {}).get("private") or {}).get("booking_request")
                    == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)

@@ -21,6 +21,9 @@ from experiments.ttl_claims import TtlClaims
 
 INTERLOCK, INTERLOCK_TTL = "interlock", "interlock_ttl"
 CLAIM_WAIT_SECONDS = 10.0
+# The bound this scenario declares for a stray upload from a dead worker, which ifGenerationMatch does not stop when
+# only the incident closed: the stand-in commits an upload as it arrives; for a live bucket it is an assumption.
+IN_FLIGHT_SECONDS = 5.0
 RECEIPT_KEYS = ("valid", "tamper_evident", "signed", "happened", "happened_once", "authorized_when_fired",
                 "assumptions_held", "refused", "evidence", "rechecked_at_recovery", "problems")
 
@@ -40,7 +43,7 @@ def submit(system: str, case_dir: Path, client: storage.Client, case: dict[str, 
     journal, claims = open_for_case(case_dir / JOURNAL_FILE)
     if system == INTERLOCK_TTL:
         claims = TtlClaims(FileClaims(case_dir / f"{JOURNAL_FILE}.claims"), case_dir / f"{JOURNAL_FILE}.ttl")
-    target = GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER})
+    target = GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}, in_flight=IN_FLIGHT_SECONDS)
     outcome = Gate(journal, target, claims=claims, claim_wait=CLAIM_WAIT_SECONDS, hooks=hook).submit(effect)
     entries = case_bundle(journal, effect.effect_id, case_dir / JOURNAL_FILE)["entries"]
     receipt = verify({"effect_id": effect.effect_id, "entries": entries})

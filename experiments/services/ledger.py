@@ -6,12 +6,13 @@ Reached by plain `urllib` / `http.client`; every body is JSON.
 | request | answer |
 |---|---|
 | `PUT /effects/<id>` body: a JSON object, optional `"resource"` (default `"default"`) | after the configured delay the write is applied: `200 {"id", "resource", "version", "body", "epoch", "applied_at"}` (the record). Refused answers: `412` version fence, `409` epoch fence or dedupe (`{"error", "record"?}`) |
-| `GET /effects/<id>` | `200` the record of the last applied write for that id, or `404` |
+| `GET /effects/<id>` | `200` the record of the last applied write for that id, or `404`; an `X-Epoch: <n>` header raises the id's highest epoch |
+| `POST /fences/<id>` header `X-Epoch: <n>` | raises the id's highest epoch to n, at once: `200 {"id", "epoch"}` (the highest now), also when nothing was ever written |
 | `GET /applies/<id>` | `200 {"id", "applies", "refused"}`: how many PUTs for the id were applied and refused (ground truth) |
 | `GET /resources/<name>` | `200 {"resource", "version", "writer"}`: the version counter, bumped by every applied write |
 | `POST /resources/<name>` body `{"writer": str}` | a write by someone else (a human during the outage): bumps the version |
 | `GET /config`, `POST /config` body `{"delay": s, "fences": [...]}` | the service's settings, readable and changeable while it runs |
-| `GET /log` | every request's event (`put`, `applied`, `refused`, `human`), oldest first |
+| `GET /log` | every request's event (`put`, `applied`, `refused`, `human`, `fence`), oldest first |
 
 The delay (0 to 2 s) runs in the service after the request arrived and before the write is applied, so a write
 whose client was SIGKILLed meanwhile still lands: the request outlives its sender. Fences, chosen per test
@@ -19,9 +20,10 @@ whose client was SIGKILLed meanwhile still lands: the request outlives its sende
 
 - `version`: a PUT carrying `If-Match: <n>` is applied only while the resource's version is n (checked when
   the write applies, atomically with it), else 412: a precondition on the decided state;
-- `epoch`: a PUT carrying `X-Epoch: <n>` is refused (409) when a higher epoch was seen for that id, so a
-  sender whose claim was taken over cannot land after its successor; the highest epoch is raised by every
-  PUT that carries one, applied or not;
+- `epoch`: a PUT carrying `X-Epoch: <n>` is refused (409) when, as it applies, a higher epoch was seen for that
+  id, so a sender whose claim was taken over cannot land after its successor reached the ledger; the highest
+  epoch is raised the moment any request carrying one arrives (a PUT, before its delay; a lookup; a fence),
+  applied, refused or written nothing at all;
 - `dedupe`: a second PUT for an id already applied is refused (409, with the existing record): a dedupe on the
   effect id.
 
@@ -101,12 +103,12 @@ class Ledger:
         with self._lock:
             delay = self.delay
             self._event("put", effect_id, resource=resource, if_match=if_match, epoch=epoch)
+            self._raise_epoch(effect_id, epoch)
         time.sleep(delay)  # the service's own work: it goes on whether or not the client is still there
         with self._lock:
             state = self._resources.setdefault(resource, {"version": 0, "writer": None})
             if "epoch" in self.fences and epoch is not None:
-                highest = self._epochs.get(effect_id, epoch)
-                self._epochs[effect_id] = max(highest, epoch)
+                highest = self._epochs[effect_id]
                 if epoch < highest:
                     return self._refuse(effect_id, 409, f"epoch {epoch} is below {highest}, already seen for this id")
             if "dedupe" in self.fences and effect_id in self._records:
@@ -122,14 +124,26 @@ class Ledger:
             self._event("applied", effect_id, resource=resource, version=state["version"])
             return 200, copy.deepcopy(record)
 
+    def fence(self, effect_id: str, epoch: int | None) -> dict[str, Any]:
+        """Raise the id's highest epoch at once (a recoverer shutting out a stray write of a superseded epoch)."""
+        with self._lock:
+            self._raise_epoch(effect_id, epoch)
+            self._event("fence", effect_id, epoch=epoch)
+            return {"id": effect_id, "epoch": self._epochs.get(effect_id)}
+
+    def _raise_epoch(self, effect_id: str, epoch: int | None) -> None:
+        if epoch is not None:
+            self._epochs[effect_id] = max(self._epochs.get(effect_id, epoch), epoch)
+
     def _refuse(self, effect_id: str, status: int, error: str, **extra: Any) -> tuple[int, dict[str, Any]]:
         self._refused[effect_id] = self._refused.get(effect_id, 0) + 1
         self._event("refused", effect_id, status=status, error=error)
         return status, {"error": error, **copy.deepcopy(extra)}
 
-    def record(self, effect_id: str) -> dict[str, Any] | None:
-        """The last applied write for the id, or None."""
+    def record(self, effect_id: str, epoch: int | None = None) -> dict[str, Any] | None:
+        """The last applied write for the id, or None; a lookup that carries an epoch raises the id's highest."""
         with self._lock:
+            self._raise_epoch(effect_id, epoch)
             found = self._records.get(effect_id)
             return copy.deepcopy(found) if found else None
 
@@ -180,7 +194,11 @@ def _handler_for(ledger: Ledger) -> type[BaseHTTPRequestHandler]:
             """Look-ups: a record, an apply count, a resource, the settings, the log."""
             kind, _, name = self.path.lstrip("/").partition("/")
             if kind == "effects" and name:
-                found = ledger.record(name)
+                try:
+                    found = ledger.record(name, self._int_header("X-Epoch"))
+                except LedgerError as exc:
+                    self._answer(400, {"error": str(exc)})
+                    return
                 self._answer(200, found) if found else self._answer(404, {"error": f"no effect {name}"})
             elif kind == "applies" and name:
                 self._answer(200, ledger.counts(name))
@@ -222,6 +240,8 @@ def _handler_for(ledger: Ledger) -> type[BaseHTTPRequestHandler]:
                     if not isinstance(writer, str):
                         raise LedgerError("field 'writer' must be a string")
                     self._answer(200, ledger.human_write(name, writer))
+                elif kind == "fences" and name:
+                    self._answer(200, ledger.fence(name, self._int_header("X-Epoch")))
                 elif self.path == "/config":
                     self._answer(200, ledger.configure(delay=body.get("delay"), fences=body.get("fences")))
                 else:

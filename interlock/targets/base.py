@@ -1,23 +1,33 @@
 """What a gate needs from the service an effect lands on, and how a stray request is kept from landing late.
 
 A request can outlive the process that sent it (a slow service, a lost answer, a sender killed mid-request).
-Every target says how such a stray request is kept from landing after recovery decided:
+Recovery must not conclude "not landed" while such a stray request can still land, so every target says what its
+service refuses on its own, in `fences` (each a name recovery compares with what it found moved):
 
-- `fenced = True`: the service itself refuses it, by a precondition on the decided state (GCS
-  `ifGenerationMatch`) or a dedupe on the effect id (a client-chosen Calendar event id). Recovery can decide
-  at once.
-- `in_flight = SECONDS`: the longest a request from a dead sender can still land. Recovery does not judge an
-  unfenced effect "not landed", and does not resend it, before its last send's DISPATCHED time plus that bound.
-- neither: unfenced, with `DEFAULT_IN_FLIGHT` as the bound. A tier-1 target (dedupe on the effect id) is fenced.
+- `DEDUPE` ("effect_id"): the service refuses a second apply of the effect id (a client-chosen Calendar event
+  id, a precondition that the first apply itself invalidates). A resend can never land twice; a late *first*
+  apply is not stopped by it. Tier 1 implies it.
+- a premise's name (GCS "generation"): every request carries a precondition on that premise's decided value, so
+  once the premise moved a stray request is refused.
+- `LEASE`: the service itself refuses a request once the effect's authority ended.
+- `EPOCH`: the service refuses a request whose claim epoch is below one it has seen for the effect id; with
+  `takes_epoch = True`, `apply(effect_id, payload, epoch=...)` receives the epoch, so a sender that woke after its
+  claim was taken over is refused once its successor reached the service.
 
-A target that fences on the claim epoch sets `takes_epoch = True`: `apply(effect_id, payload, epoch=...)`
-receives the epoch, so the service can refuse a sender whose claim was taken over (a paused sender that woke).
+A target may also offer `close_out(effect_id, payload, *, epoch)`: make the service refuse every request of the
+effect still in flight, from now on (raise the epoch at the service, take the event id for good). After it, the
+lookup that follows is final.
+
+Recovery concludes "not landed" at once when the fences cover everything that moved, or after `close_out`;
+otherwise not before the last send's DISPATCHED time plus `in_flight` (seconds; `DEFAULT_IN_FLIGHT` when the
+target declares none), the longest a request from a dead sender can still land.
 """
 
 from __future__ import annotations
 
 import http.client
 import urllib.error
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
@@ -25,7 +35,10 @@ from ..errors import ConfigurationError
 TIER_DEDUPE = 1  # the service dedupes on the effect id: a resend cannot land twice
 TIER_LOOKUP = 2  # no dedupe, but a lookup by effect id answers "did it land"
 TIER_BLIND = 3  # neither: after a crash mid-send nobody can say, so recovery never resends
-DEFAULT_IN_FLIGHT = 30.0  # seconds a request to an unfenced target that declares nothing may still land
+DEFAULT_IN_FLIGHT = 30.0  # seconds a request that no fence covers may still land when the target declares nothing
+DEDUPE = "effect_id"
+LEASE = "lease"
+EPOCH = "epoch"
 
 
 class Rejected(Exception):
@@ -53,8 +66,9 @@ class Unanswered(Exception):
 class Target(Protocol):
     """A service an effect lands on. `apply` raises Rejected for a definite no, Unanswered for a lost answer.
 
-    Optional attributes, read with their defaults when absent: `fenced` (False), `in_flight` (None: the
-    default bound), `takes_epoch` (False). See the module docstring.
+    Optional attributes, read with their defaults when absent: `fences` (empty: the service refuses nothing on
+    its own), `in_flight` (None: `DEFAULT_IN_FLIGHT`), `takes_epoch` (False), and the method `close_out`. See
+    the module docstring.
     """
 
     @property
@@ -81,21 +95,28 @@ class Target(Protocol):
         ...
 
 
-def in_flight_bound(target: Any) -> float | None:
-    """How long after a send recovery must wait before judging it: None for a fenced target, else seconds.
+def fences_of(target: Any) -> frozenset[str]:
+    """What the target's service refuses on its own; a tier-1 target dedupes on the effect id by definition."""
+    declared = frozenset(getattr(target, "fences", ()) or ())
+    return declared | {DEDUPE} if getattr(target, "tier", None) == TIER_DEDUPE else declared
 
-    A tier-1 target dedupes on the effect id, which fences a stray request by itself.
-    """
-    if getattr(target, "fenced", False) or getattr(target, "tier", None) == TIER_DEDUPE:
-        return None
+
+def covers(target: Any, moved: Iterable[str]) -> bool:
+    """Whether the service refuses a stray request of an effect whose `moved` facts no longer hold."""
+    fences = fences_of(target)
+    return all(name in fences for name in moved)
+
+
+def in_flight_bound(target: Any) -> float:
+    """How long after a send a stray request of it may still land, where no fence covers it."""
     bound = getattr(target, "in_flight", None)
     return DEFAULT_IN_FLIGHT if bound is None else float(bound)
 
 
-def validate_fencing(fenced: bool, in_flight: float | None) -> None:
-    """A target is fenced or bounded, not both, and a bound is a number of seconds not below zero."""
-    if fenced and in_flight is not None:
-        raise ConfigurationError("a target is fenced or has an in_flight bound, not both")
+def validate_fencing(fences: Any, in_flight: float | None) -> None:
+    """`fences` is a collection of names (not one string), a bound is a number of seconds not below zero."""
+    if isinstance(fences, (str, bytes)) or not all(isinstance(name, str) for name in fences):
+        raise ConfigurationError(f"fences must be a collection of names such as {DEDUPE!r}, got {fences!r}")
     if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, (int, float))
                                   or in_flight < 0):
         raise ConfigurationError(f"in_flight must be a number of seconds >= 0, got {in_flight!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -14,26 +15,30 @@ class FunctionTarget:
     """Wraps `send(effect_id, payload)`; its return value is kept as the effect's evidence.
 
     The caller declares what only it knows about its service: the tier (does it dedupe on the effect id, tier
-    1; can it be asked whether the effect landed, `find`, tier 2), and how a stray request from a dead sender is
-    kept from landing late: `fenced=True` (the service refuses it) or `in_flight=SECONDS` (the longest one can
-    still land; see `interlock.targets.base`). With `takes_epoch=True`, `send(effect_id, payload, epoch=...)`
-    receives the claim epoch to pass to a service that fences on it.
+    1; can it be asked whether the effect landed, `find`, tier 2), what the service refuses on its own
+    (`fences`: `DEDUPE`, `LEASE`, `EPOCH` or the names of premises each request preconditions on), and
+    `in_flight`, the longest a request from a dead sender can still land where no fence covers it (see
+    `interlock.targets.base`). With `takes_epoch=True`, `send(effect_id, payload, epoch=...)` receives the claim
+    epoch; `shut(effect_id, payload, epoch=...)`, when given, makes the service refuse every request of the
+    effect still in flight (it becomes the target's `close_out`).
     """
 
     name: str
     send: Callable[..., Any]
     tier: int = TIER_BLIND
     find: Callable[[str, dict[str, Any]], Any | None] | None = None
-    fenced: bool = False
+    fences: Collection[str] = ()
     in_flight: float | None = None
     takes_epoch: bool = False
+    shut: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in (TIER_DEDUPE, TIER_LOOKUP, TIER_BLIND):
             raise ConfigurationError(f"tier must be 1, 2 or 3, got {self.tier!r}")
         if self.tier == TIER_LOOKUP and self.find is None:
             raise ConfigurationError("a tier-2 target needs a lookup function")
-        validate_fencing(self.fenced, self.in_flight)
+        validate_fencing(self.fences, self.in_flight)
+        self.fences = frozenset(self.fences)
 
     @property
     def can_lookup(self) -> bool:
@@ -49,3 +54,8 @@ class FunctionTarget:
         if self.find is None:
             raise NotImplementedError(f"target {self.name!r} has no lookup")
         return self.find(effect_id, payload)
+
+    @property
+    def close_out(self) -> Callable[..., None] | None:
+        """The caller's way to make its service refuse an effect's requests still in flight, if it has one."""
+        return self.shut

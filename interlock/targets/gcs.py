@@ -11,9 +11,10 @@ from google.cloud import storage
 
 from ..errors import ConfigurationError
 from ..premises import Premise
-from .base import TIER_LOOKUP, Rejected, Unanswered
+from .base import DEDUPE, TIER_LOOKUP, Rejected, Unanswered, validate_fencing
 
 EFFECT_ID_KEY = "interlock_effect_id"
+GENERATION = "generation"  # the name of `generation_premise`, which every write preconditions on
 
 
 class GcsObjectTarget:
@@ -22,18 +23,23 @@ class GcsObjectTarget:
     Each write carries the effect id in custom metadata, so recovery can find it in the version listing
     (needs object versioning: without it a replaced write leaves no trace). Uploads are multipart with no
     client retries: a retried conditional upload would turn "my write landed" into a 412. Every payload carries
-    `if_generation_match`, so a stray write from a dead sender meets a 412 once anything else landed: fenced.
+    `if_generation_match`, so a stray write from a dead sender meets a 412 once the generation moved, whoever
+    moved it: the fence covers the generation premise and a second write of the effect. It does not cover a
+    lease that ended while the generation stayed: recovery then waits `in_flight` seconds after the last send.
     """
 
     name = "gcs-object"
     tier = TIER_LOOKUP
     can_lookup = True
-    fenced = True
+    fences = frozenset({GENERATION, DEDUPE})
 
-    def __init__(self, client: storage.Client, bucket: str, object_name: str, metadata: dict[str, str] | None = None):
+    def __init__(self, client: storage.Client, bucket: str, object_name: str, metadata: dict[str, str] | None = None,
+                 *, in_flight: float | None = None):
+        validate_fencing(self.fences, in_flight)
         self.bucket = client.bucket(bucket)
         self.object_name = object_name
         self.metadata = dict(metadata or {})
+        self.in_flight = in_flight
 
     def apply(self, effect_id: str, payload: dict[str, Any]) -> str:
         """Upload the body; return the new generation."""
@@ -85,4 +91,4 @@ def generation_premise(client: storage.Client, bucket: str, object_name: str, de
         writer = seen.get(now, {}).get(writer_key)
         return f" (deployed by {writer})" if writer else ""
 
-    return Premise("generation", read, decided=str(decided), own_write=own_write, annotate=annotate)
+    return Premise(GENERATION, read, decided=str(decided), own_write=own_write, annotate=annotate)
