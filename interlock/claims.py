@@ -8,7 +8,9 @@ owner record of every held claim, and a waiter takes over a claim whose record w
 flock or not. Each acquisition bumps the fencing epoch; `confirm()`, called right before every request, answers
 False once the epoch was superseded (or is about to be), so a sender that wakes after losing its claim does not
 send. What remains is a sender stopped between its confirm and its request for longer than `ttl`: only a
-service that fences (a precondition, a dedupe, the epoch) refuses that request. Claims shared across hosts need
+service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says when its
+holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a holder
+which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims shared across hosts need
 a store with its own clock: see `interlock.pg`.
 """
 
@@ -37,10 +39,27 @@ class Claim:
     epoch: int
     _claims: FileClaims | None = field(repr=False)
     _fd: int = field(repr=False)
+    _took_over_a_send: bool = field(default=False, repr=False)
 
     def confirm(self) -> bool:
-        """Whether this epoch still owns the effect, renewing it if so: the check made right before a request."""
-        return self._claims is not None and self._claims._renew(self)
+        """Whether this epoch still owns the effect, renewing it if so: the check made right before a request.
+
+        It also marks the holder as sending until its next journal entry (`holds`), so a successor that takes
+        the claim over from it, stopped, knows it may still send."""
+        return self._claims is not None and self._claims._renew(self, sending=True)
+
+    def holds(self) -> bool:
+        """Whether this epoch still owns the effect, renewing it: the fence of each of its journal entries, which
+        also ends the sending mark of `confirm` (an entry follows every request)."""
+        return self._claims is not None and self._claims._renew(self, sending=False)
+
+    def holder_alive(self) -> bool:
+        """Whether the holder this claim was taken over from may still send: it was stopped (or hung) between
+        its confirm and its next journal entry and still holds its lock, so no in-flight bound, which is about
+        dead senders, covers it. Once that process is gone this claim takes the lock and answers False."""
+        if not self._took_over_a_send or self._fd >= 0 or self._claims is None:
+            return False
+        return not self._claims._take_lock(self)
 
     def release(self) -> None:
         """Give the effect back to whoever waits for it."""
@@ -112,22 +131,39 @@ class FileClaims:
                 return None
             now = time.time()
             epoch = int(record.get("epoch", 0)) + 1
+            # The flock's holder is alive; it may be sending if it stopped so, or if the holder before this one
+            # took the claim from it so (a mark carried from owner to owner while that flock stays held).
+            took_over_a_send = not locked and bool(
+                (record.get("sending") and not record.get("released")) or record.get("stopped_sender"))
             _write(owner_fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
-                              "renewed": now, "flock": locked})
-        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd))
+                              "renewed": now, "flock": locked, "stopped_sender": took_over_a_send})
+        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd), took_over_a_send)
         with self._lock:
             self._held[effect_id] = claim
             self._start_renewer()
         return claim
 
-    def _renew(self, claim: Claim) -> bool:
-        """Extend the claim if this epoch still owns it and its record is not stale; False otherwise."""
+    def _take_lock(self, claim: Claim) -> bool:
+        """Take the flock of a claim acquired without it, if whoever held it is gone."""
+        fd = os.open(self._path(claim.effect_id, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        claim._fd = fd
+        return True
+
+    def _renew(self, claim: Claim, sending: bool | None = None) -> bool:
+        """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
+        when given); False otherwise."""
         with self._owner_file(claim.effect_id) as owner_fd:
             record = _read(owner_fd)
             mine = record.get("epoch") == claim.epoch and record.get("pid") == os.getpid()
             if not mine or record.get("released") or time.time() - record.get("renewed", 0.0) > self.ttl:
                 return False
-            _write(owner_fd, {**record, "renewed": time.time()})
+            _write(owner_fd, {**record, "renewed": time.time(),
+                              "sending": record.get("sending", False) if sending is None else sending})
             return True
 
     def _release(self, claim: Claim) -> None:

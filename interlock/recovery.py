@@ -33,6 +33,8 @@ from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
 from .targets.base import DEDUPE, TIER_BLIND, TIER_DEDUPE, Rejected, Target, covers, in_flight_bound, unanswered
 
+POLL_SECONDS = 0.005  # how often recovery looks whether a stopped holder is gone (no event marks it)
+
 
 def describe_error(exc: BaseException) -> dict[str, str]:
     """The type and message of an exception, as journaled with the send that raised it."""
@@ -45,7 +47,7 @@ def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id:
     stopped past the claim's lifetime) appends nothing but a late resolution (kept as LATE_RESULT), and raises
     ClaimLost for anything else, so its record can never reopen a send its successor settled."""
     if isinstance(journal, Journal):
-        return journal.append(kind, effect_id, data, holds=claim.confirm)
+        return journal.append(kind, effect_id, data, holds=getattr(claim, "holds", claim.confirm))
     return journal.append(kind, effect_id, data)  # a database journal fences appends on the claim epoch itself
 
 
@@ -129,7 +131,15 @@ class Recovery:
             return None
         if self._last_send is None:
             return None
-        decide_at = self._last_send + in_flight_bound(self.target)
+        since = self._last_send
+        holder_alive = getattr(self.claim, "holder_alive", None)
+        if holder_alive is not None and holder_alive():  # stopped, not dead: it may send at any time
+            while holder_alive():
+                if time.monotonic() >= self._deadline:
+                    return Outcome(Status.IN_FLIGHT, self.eid)
+                time.sleep(POLL_SECONDS)
+            since = time.time()  # gone now: a request it sent before going may land up to the bound after
+        decide_at = since + in_flight_bound(self.target)
         remaining = decide_at - time.time()
         if remaining <= 0:
             return None

@@ -253,3 +253,23 @@ def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor
     assert kinds[-1] == "COMMITTED", f"the superseded sender appended after its successor settled: {kinds}"
     assert not open_send(entries) and receipt(world)["happened"] is True
     assert ledger.applies(EFFECT) == 1
+
+
+def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger):
+    pause = world / "paused"
+    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
+                    env=clean_env(INTERLOCK_PAUSE_AT="before_request", INTERLOCK_PAUSE_FILE=str(pause)))
+    try:
+        wait_until(pause.exists, what="the sender reaching before_request")
+        sender.send_signal(signal.SIGSTOP)
+        pause.unlink()
+        outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
+                                  "--claim-wait", "2"))
+        assert outcome["status"] == "IN_FLIGHT", "recovery concluded while the stopped sender could still send"
+        assert not at_the_service(ledger)
+    finally:
+        sender.send_signal(signal.SIGCONT)
+    finished(sender)
+    settled = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0"))
+    assert ledger.applies(EFFECT) == 1, "the stopped sender's write and a resend both landed"
+    assert settled["status"] in ("COMMITTED_ON_QUERY", "DUPLICATE_IGNORED") and receipt(world)["happened"] is True
