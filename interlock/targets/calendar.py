@@ -3,6 +3,7 @@ an id once used (even by an event deleted since) is taken for good, which can sh
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from googleapiclient.errors import HttpError
@@ -37,12 +38,13 @@ class CalendarEventTarget:
     def __init__(self, service: Any, calendar_id: str):
         self.service = service
         self.calendar_id = calendar_id
+        self.events = events_of(service)
 
     def apply(self, effect_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Insert the event; on 409 report the existing one."""
         body = {**payload["event"], "id": event_id_for(effect_id)}
         try:
-            event = self.service.events().insert(calendarId=self.calendar_id, body=body).execute(num_retries=0)
+            event = self.events.insert(calendarId=self.calendar_id, body=body).execute(num_retries=0)
         except HttpError as exc:
             if exc.resp.status == 409:
                 existing = self._get(effect_id)
@@ -62,14 +64,14 @@ class CalendarEventTarget:
                 "start": {"dateTime": PLACEHOLDER_START}, "end": {"dateTime": PLACEHOLDER_END},
                 "extendedProperties": {"private": {RETIRED_KEY: "true"}}}
         try:
-            self.service.events().insert(calendarId=self.calendar_id, body=body).execute(num_retries=0)
+            self.events.insert(calendarId=self.calendar_id, body=body).execute(num_retries=0)
         except HttpError as exc:
             if exc.resp.status != 409:
                 raise
             existing = self._get(effect_id)
             if existing is None or not retired(existing) or existing.get("status") == "cancelled":
                 return
-        self.service.events().delete(calendarId=self.calendar_id, eventId=body["id"]).execute(num_retries=0)
+        self.events.delete(calendarId=self.calendar_id, eventId=body["id"]).execute(num_retries=0)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The effect's event if Calendar holds it and it is not cancelled."""
@@ -80,7 +82,7 @@ class CalendarEventTarget:
 
     def _get(self, effect_id: str) -> dict[str, Any] | None:
         try:
-            return self.service.events().get(calendarId=self.calendar_id,
+            return self.events.get(calendarId=self.calendar_id,
                                              eventId=event_id_for(effect_id)).execute(num_retries=0)
         except HttpError as exc:
             if exc.resp.status in (404, 410):
@@ -92,8 +94,10 @@ def slot_premise(service: Any, calendar_id: str, start: str, end: str, decided: 
                  expect: Any = NOT_SET) -> Premise:
     """The ids of other live events overlapping the slot; this effect's own event does not count."""
 
+    events = events_of(service)
+
     def read() -> list[str]:
-        items = service.events().list(calendarId=calendar_id, timeMin=start, timeMax=end, singleEvents=True,
+        items = events.list(calendarId=calendar_id, timeMin=start, timeMax=end, singleEvents=True,
                                       showDeleted=False).execute(num_retries=0).get("items", [])
         return sorted(e["id"] for e in items if e.get("status") != "cancelled")
 
@@ -101,6 +105,18 @@ def slot_premise(service: Any, calendar_id: str, start: str, end: str, decided: 
         return [e for e in now if e != event_id_for(effect_id)] == was
 
     return Premise("other_events_in_slot", read, decided=sorted(decided), expect=expect, own_write=own_write)
+
+
+_EVENTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def events_of(service: Any) -> Any:
+    """The client's events resource, built once per client and shared by the target and the premise: the client
+    builds every method and its documentation each time `events()` is called, a few milliseconds each."""
+    found = _EVENTS.get(service)
+    if found is None:
+        found = _EVENTS[service] = service.events()
+    return found
 
 
 def retired(event: dict[str, Any]) -> bool:
