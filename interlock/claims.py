@@ -10,8 +10,8 @@ False once the epoch was superseded (or is about to be), so a sender that wakes 
 send. What remains is a sender stopped between its confirm and its request for longer than `ttl`: only a
 service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says when its
 holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a holder
-which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims shared across hosts need
-a store with its own clock: see `interlock.pg`.
+which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims
+shared across hosts need a store with its own clock: see `interlock.pg`.
 """
 
 from __future__ import annotations

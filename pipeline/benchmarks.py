@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,11 @@ DESCRIPTIONS: dict[str, Description] = {
         "Median seconds from the crash marker to the settling worker's outcome, per fault, on the offline "
         "stand-ins; the ratio is interlock's median over hand_check's.",
         charts=(("rows", r"_median_s$"),)),
+    "unfenced": Description(
+        "Where no fence stops a stray request",
+        "Seconds from a worker's SIGKILL right before its request to the settled record, where the service has "
+        "no fence and recovery must wait out the declared in-flight bound, and the width of the confirm-to-request "
+        "window a stopped sender can still send into."),
     "site_build": Description(
         "Building this site",
         "Judging, rendering and mkdocs on the committed results, and on a synthetic set of many scenarios."),
@@ -90,6 +95,7 @@ class Benchmark:
     title: str
     why: str
     tables: tuple[Table, ...]
+    figures: Mapping[str, str] = field(default_factory=dict)  # each top-level figure, formatted, for a sentence
 
 
 def unit(key: str) -> str:
@@ -179,7 +185,8 @@ def layout(name: str, data: Mapping[str, Any], source: str) -> Benchmark:
     if scalars:
         tables.append(Table("figures", ("figure", "value"), tuple((label(k), value(v)) for k, v in scalars.items()),
                             {}, ""))
-    return Benchmark(name, source, about.title, about.why, tuple(tables))
+    figures = {k: value(v) for k, v in data.items() if not isinstance(v, (Mapping, list))}
+    return Benchmark(name, source, about.title, about.why, tuple(tables), figures)
 
 
 def benchmarks(folder: Path, shown: str = "results/bench") -> tuple[Benchmark, ...]:

@@ -16,6 +16,7 @@ import pytest
 
 from interlock import (ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims, Interlock,
                        Status, UnjournalableArgument, current_effect, effect_id_for, verify)
+from interlock.hooks import NO_HOOKS
 from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -281,3 +282,36 @@ def test_recover_without_an_event_loop_runs_async_actions_in_one_of_its_own(worl
     recovered = app.recover()
     assert [o.status for o in recovered.settled] == ["COMMITTED_BY_RETRY"] and recovered.complete
     assert len(load(world / "calendar.json", [])) == 1
+
+
+@pytest.mark.parametrize("fences, settles", [(("version",), "REFUSED:stale_premise_at_recovery"), ((), "IN_FLIGHT")])
+def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_that_moved(tmp_path, fences, settles):
+    class Crash(Exception):
+        pass
+
+    class CrashBeforeRequest:
+        def reach(self, point):
+            if point == "before_request":
+                raise Crash(point)
+
+    store = {"version": 0}
+
+    def make(hooks):
+        app = Interlock(tmp_path / "journal.jsonl", claim_wait=0.0, hooks=hooks)
+
+        @app.effect(name="deploy", key=lambda: "deploy:1", facts={"version": lambda: store["version"]},
+                    lookup=lambda: None, fences=fences, in_flight=60.0)
+        def deploy() -> None:
+            raise AssertionError("nothing may be sent")
+
+        return app, deploy
+
+    crashing, deploy = make(CrashBeforeRequest())
+    with pytest.raises(Crash):
+        deploy(observed={"version": 0})
+    crashing.close()
+    store["version"] = 1  # the fact moved while the request might still be on its way
+    app, _ = make(NO_HOOKS)
+    recovered = app.recover()
+    outcome = (recovered.settled + [u.outcome for u in recovered.unsettled])[0]
+    assert outcome.status == settles

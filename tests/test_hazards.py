@@ -273,3 +273,37 @@ def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_n
     settled = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0"))
     assert ledger.applies(EFFECT) == 1, "the stopped sender's write and a resend both landed"
     assert settled["status"] in ("COMMITTED_ON_QUERY", "DUPLICATE_IGNORED") and receipt(world)["happened"] is True
+
+
+def test_a_retired_calendar_event_id_refuses_a_late_insert_and_is_never_taken_for_the_booking(calendar_api):
+    from interlock import Rejected
+    from interlock.targets.calendar import CalendarEventTarget
+
+    target = CalendarEventTarget(calendar_api, "primary")
+    eid = effect_id_for("booking:late")
+    event = {"summary": "booking", "start": {"dateTime": "2030-01-07T10:00:00Z"},
+             "end": {"dateTime": "2030-01-07T10:30:00Z"}}
+    target.close_out(eid, {"event": event}, epoch=2)
+    with pytest.raises(Rejected, match="retired"):
+        target.apply(eid, {"event": event})  # the stray insert of the dead sender, arriving late
+    assert target.lookup(eid, {"event": event}) is None
+    slot = calendar_api.events().list(calendarId="primary", timeMin="2030-01-07T10:00:00Z",
+                                      timeMax="2030-01-07T10:30:00Z").execute()["items"]
+    assert slot == []
+    target.close_out(eid, {"event": event}, epoch=3)  # a second recovery finds the id retired already
+
+
+def test_a_calendar_placeholder_whose_delete_was_lost_is_finished_by_the_next_close_out(calendar_api):
+    from interlock.targets.calendar import CalendarEventTarget, retired
+
+    target = CalendarEventTarget(calendar_api, "primary")
+    eid = effect_id_for("booking:cut")
+    events = calendar_api.events()
+    placeholder = {"id": eid, "start": {"dateTime": "2000-01-01T00:00:00Z"},
+                   "end": {"dateTime": "2000-01-01T00:01:00Z"},
+                   "extendedProperties": {"private": {"interlock_retired": "true"}}}
+    events.insert(calendarId="primary", body=placeholder).execute()  # as if the answer to the delete were lost
+    assert target.lookup(eid, {}) is None, "a placeholder was taken for the booking"
+    target.close_out(eid, {}, epoch=2)
+    found = events.get(calendarId="primary", eventId=eid).execute()
+    assert retired(found) and found["status"] == "cancelled"
