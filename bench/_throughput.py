@@ -23,11 +23,13 @@ Call = Callable[[str], None]  # makes the effect with this key, raising if it di
 
 @dataclass(frozen=True)
 class Run:
-    """What one run measured: every effect's latency, and effects per second across all workers."""
+    """What one run measured: every effect's latency, effects per second across all workers, and the CPU time the
+    workers spent per effect (beside the wall time per effect it says whether a run waited or computed)."""
 
     effects_per_second: float
     latencies: list[float]
     seconds: float
+    cpu_seconds_per_effect: float
 
 
 def durable_service(path: Path) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
@@ -54,13 +56,13 @@ def _worker(setup: Callable[..., Call], args: tuple[Any, ...], worker: int, keys
             done: Any) -> None:
     call = setup(*args, worker)
     start.wait()
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     latencies = []
     for key in keys:
         t = time.perf_counter()
         call(key)
         latencies.append(time.perf_counter() - t)
-    done.put((began, time.time(), latencies))
+    done.put((began, time.time(), latencies, time.process_time() - cpu))
 
 
 def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int, effects: int, run: str) -> Run:
@@ -85,12 +87,12 @@ def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int,
     if len(latencies) != share * workers:
         raise RuntimeError(f"{run}: {len(latencies)} of {share * workers} effects timed")
     seconds = max(r[1] for r in results) - min(r[0] for r in results)
-    return Run(len(latencies) / seconds, latencies, seconds)
+    return Run(len(latencies) / seconds, latencies, seconds, sum(r[3] for r in results) / len(latencies))
 
 
-def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float]]]:
+def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float], float]]:
     """Each worker's figures; a worker that died (its set-up or an effect failed) stops the run at once."""
-    results: list[tuple[float, float, list[float]]] = []
+    results: list[tuple[float, float, list[float], float]] = []
     deadline = time.monotonic() + DEADLINE_SECONDS
     while len(results) < len(procs):
         try:

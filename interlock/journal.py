@@ -52,7 +52,7 @@ class EffectRecord:
         self.open_dispatch = send_open_after(self.open_dispatch, kind)
         if kind == PROPOSED:
             self.payload_hash = entry.get("payload_hash")
-        elif settles(entry):
+        elif kind in RESOLUTIONS and settles(entry):
             self.resolution = entry
 
 
@@ -195,6 +195,7 @@ class Journal:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:
+            self._read_ahead()
             fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
                 self._catch_up(None, None)
@@ -203,7 +204,11 @@ class Journal:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def refresh(self) -> None:
-        """Read entries other processes appended since this process last looked."""
+        """Read entries other processes appended since this process last looked: without the journal's lock when
+        every line to the file's end checks out and the file was not rolled, else under it."""
+        with self._mutex:
+            if self._read_ahead() and not self._files.rolled_away():
+                return
         with self._locked():
             pass
 
@@ -400,6 +405,25 @@ class Journal:
             if building:
                 self._index.rollback()
             raise
+
+    def _read_ahead(self) -> bool:
+        """Check and fold, before taking the journal's lock, every complete line other processes have appended: the
+        lines before the file's current end are whole and never change, so the lock then covers only what arrives
+        meanwhile, and many processes catch up at once instead of one after another. A line that does not check
+        out here is left for the read under the lock, which decides (and refuses a damaged journal). True when it
+        reached the end with nothing left over."""
+        end = self._files.size()
+        if end < self._offset:
+            return False
+        for raw, tail in lines(self._files.pread, self._offset, end):
+            if raw is None:
+                return not tail
+            try:
+                entry, record = self._parse(raw)
+            except JournalCorrupt:
+                return False
+            self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+        return True
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
         if witnessed.end <= scanned_from:

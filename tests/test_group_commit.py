@@ -146,3 +146,21 @@ def test_an_entry_that_is_not_a_send_rides_on_the_next_flush_of_any_writer(tmp_p
         assert witnessed(path).seq == sent["seq"] == 2 and len(flushed) == 1
         first.flush()  # nothing of its own is left to flush: the other's send covered it
         assert len(flushed) == 1
+
+
+def test_catching_up_reads_complete_lines_without_waiting_for_the_append_lock(tmp_path):
+    import fcntl
+
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as reader, Journal(path) as writer:
+        writer.append("PROPOSED", "a", {"agent": "w"})
+        held = os.open(f"{path}.lock", os.O_RDWR)
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a writer in the middle of an append would
+        try:
+            catching_up = threading.Thread(target=reader.refresh)
+            catching_up.start()
+            catching_up.join(30)
+            assert not catching_up.is_alive() and reader.effect("a").kinds == ["PROPOSED"]
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            os.close(held)
