@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .canonical import HASH_FIELD, canonical_bytes, line_holds, loads, sealed_line
+from .collector import collector_paused
 from .errors import JournalCorrupt
 from .index import Checkpoint, EffectIndex
 from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, SENDS, send_open_after, settles
@@ -374,6 +375,10 @@ class Journal:
         size = self._files.size()
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
+        with collector_paused():
+            self._read(size, witnessed, checkpoint)
+
+    def _read(self, size: int, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
         scanned_from = self._offset
         tail = b""
         building = False  # a long read (a first open, a reader behind busy writers) moves the index as it goes,
@@ -415,14 +420,15 @@ class Journal:
         end = self._files.size()
         if end < self._offset:
             return False
-        for raw, tail in lines(self._files.pread, self._offset, end):
-            if raw is None:
-                return not tail
-            try:
-                entry, record = self._parse(raw)
-            except JournalCorrupt:
-                return False
-            self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+        with collector_paused():
+            for raw, tail in lines(self._files.pread, self._offset, end):
+                if raw is None:
+                    return not tail
+                try:
+                    entry, record = self._parse(raw)
+                except JournalCorrupt:
+                    return False
+                self._take(entry, record, self._offset, self._offset + len(raw) + 1)
         return True
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
@@ -497,9 +503,9 @@ class Journal:
         if type(entry) is not dict:
             raise JournalCorrupt(f"{self._where()}: entry is not a JSON object")
         get = entry.get
-        seq, kind, eid, ts = get("seq"), get("kind"), get("effect_id"), get("ts")
-        if (type(seq) is not int or type(kind) is not str or type(eid) is not str or type(get("hash")) is not str
-                or type(ts) not in (int, float)):
+        seq, kind, ts = get("seq"), get("kind"), get("ts")
+        if (type(seq) is not int or type(kind) is not str or type(get("effect_id")) is not str
+                or type(get("hash")) is not str or type(ts) not in (int, float)):
             for key, want in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
                 if not isinstance(get(key), want) or type(get(key)) is bool:
                     raise JournalCorrupt(f"{self._where()}: field {key!r} missing or of the wrong type")
@@ -512,6 +518,7 @@ class Journal:
         # An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
         # entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look.
         effect_prev = get("effect_prev")
+        eid: str = entry["effect_id"]
         record = self._tail.get(eid)
         if record is None and effect_prev is not None:
             record = self._stored(eid)

@@ -8,10 +8,9 @@ checkpoint or a signed bundle, checked against a public key kept elsewhere, rule
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
+from ..collector import collector_paused
 from ..canonical import hash_holds, line_holds, loads
 from ..errors import BundleError
 from ..journal import Journal
@@ -81,21 +80,8 @@ def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
     its newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
     if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
-    with _collector_paused():
+    with collector_paused():
         return _verify_journal(entries, public_key, checkpoint)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Verifying builds only acyclic data; on a million parsed entries the cycle collector's repeated passes over
-    them would cost more than the hashing itself."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _verify_journal(entries: Iterable[Any], public_key: str | None,
