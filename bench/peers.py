@@ -112,7 +112,8 @@ def run() -> dict[str, Any]:
     ratio = round(interlock["median_ms"] / dbos["median_ms"], 3)
     return {
         "note": "one worker process per concurrent worker; every effect fsyncs the service's file; the systems "
-                "commit durably as configured (Interlock fsyncs its journal, DBOS and PostgreSQL their defaults)",
+                "commit durably as configured (Interlock flushes its JSONL journal once per effect, before the "
+                "request; DBOS and PostgreSQL their defaults)",
         "effects_per_run": EFFECTS,
         "cpus": os.cpu_count(),
         "systems": figures,
