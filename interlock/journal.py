@@ -116,8 +116,11 @@ class Journal:
     roll, `flush()`, `close()`), which covers every byte written before it. What a power loss can take is then
     only entries after the last send or flush: a PROPOSED or AUTHORIZED that is proposed again, and a resolution
     (COMMITTED, REFUSED, AMBIGUOUS) whose send is left open, which recovery settles by looking the effect up before
-    it sends anything. So a gated effect costs one fsync, the one before its request. That fsync runs after the
-    lock is released, so sends from many threads and processes share one flush (group commit).
+    it sends anything. (The disk may also write out the unflushed bytes out of order; a power loss that leaves more
+    than a torn last line behind the last flush makes opening refuse the journal as damaged, never guess.) So a
+    gated effect costs one fsync, the one before its request. That fsync runs after the lock is released, so sends
+    from many threads and processes share one flush (group commit). Each line is laid out as `interlock.canonical`
+    describes, so a reader checks its hash over the bytes it read.
 
     Every `checkpoint_every` entries it has seen, a process moves the index and writes a checkpoint (signed with
     `key` when one is given, and then checked against it on every open), so memory holds only the effects touched
