@@ -21,7 +21,7 @@ from interlock.canonical import canonical_bytes, line_hash
 from interlock.witness import Mark, Witness
 
 from ._results import against
-from ._throughput import Call, durable_service, expect, run_workers
+from ._throughput import Call, Run, durable_service, expect, run_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECTS = 200
@@ -107,18 +107,23 @@ def submitter(path: str, worker: int) -> Call:
     return lambda key: expect(gate.submit(Effect(key, {"key": key})).status, "COMMITTED")
 
 
-def _effects_per_second(path: Path, workers: int) -> float:
-    """Effects/s of `workers` processes submitting their own effects through one journal, first start to last end."""
-    return run_workers(submitter, (str(path),), workers, SHARED_EFFECTS, f"w{workers}").effects_per_second
+def _shared_run(path: Path, workers: int) -> Run:
+    """`workers` processes submitting their own effects through one journal, first start to last end."""
+    return run_workers(submitter, (str(path),), workers, SHARED_EFFECTS, f"w{workers}")
 
 
 def _shared_journal(folder: Path) -> dict[str, Any]:
     folder.mkdir(parents=True)
-    rates = {n: _effects_per_second(folder / f"journal-{n}.jsonl", n) for n in WORKERS}
+    runs = {n: _shared_run(folder / f"journal-{n}.jsonl", n) for n in WORKERS}
     out: dict[str, Any] = {"shared_journal_effects_per_worker_count": SHARED_EFFECTS}
-    for n, rate in rates.items():
-        out[f"jsonl_effects_per_second_{n}_workers"] = round(rate, 1)
-        out[f"jsonl_scaling_{n}_workers"] = round(rate / rates[1], 2)
+    for n, measured in runs.items():
+        out[f"jsonl_effects_per_second_{n}_workers"] = round(measured.effects_per_second, 1)
+        out[f"jsonl_scaling_{n}_workers"] = round(measured.effects_per_second / runs[1].effects_per_second, 2)
+        # CPU per effect beside the wall time per effect per core: near 1, the run computed rather than waited,
+        # and then more workers than cores can add no more than the cores left idle
+        out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(measured.cpu_seconds_per_effect * 1e3, 3)
+        out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
+            measured.cpu_seconds_per_effect * measured.effects_per_second / min(n, os.cpu_count() or 1), 2)
     return out
 
 
