@@ -241,7 +241,7 @@ import random, sys
 from interlock import Journal, effect_id_for
 with Journal(sys.argv[1]) as journal:
     journal.open_dispatches()
-    ids = [effect_id_for(f"job:{4 * k}") for k in random.Random(1).sample(range(250_000), 1000)]
+    ids = [effect_id_for(f"job:{4 * k}") for k in random.Random(1).sample(range(int(sys.argv[2]) // 4), 1000)]
     found = sum(journal.effect(i).resolution is not None for i in ids)
 # VmHWM is this process's own peak; getrusage's ru_maxrss would also count the parent's pages it forked from
 peak = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
@@ -252,8 +252,8 @@ print(found, peak)
 def _resident_mb(path: Path) -> float:
     """Peak resident memory (MB) of a fresh process that opens the journal, lists what recovery owes and looks
     1,000 effects up."""
-    done = subprocess.run([sys.executable, "-c", RESIDENT, str(path)], cwd=ROOT, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", RESIDENT, str(path), str(BIG)], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
     found, peak_kb = done.stdout.split()
     if found != "1000":
         raise RuntimeError(f"only {found} of 1000 settled effects were found through the index")

@@ -432,6 +432,8 @@ class Journal:
                 except JournalCorrupt:
                     return False
                 self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+                if self._tail_entries >= self._checkpoint_every:
+                    return False  # the index moves only under the lock: the rest is read there, memory stays flat
         return True
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:

@@ -161,3 +161,12 @@ def test_a_keyed_journal_signs_its_checkpoints_and_refuses_one_signed_by_another
         assert len(journal) == 114
     with pytest.raises(JournalCorrupt, match="not signed by this journal's key"):
         Journal(path, key=generate_key())
+
+
+def test_a_reader_far_behind_moves_the_index_as_it_catches_up(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path, checkpoint_every=50) as reader:
+        fill(path, 100, checkpoint_every=10_000)  # another process appends 380 entries meanwhile
+        reader.refresh()
+        assert len(reader) == 380 and checkpoints(path)[-1]["seq"] > 380 - 50  # it did not hold them all
+        assert reader.effect(f"{3:012x}").resolution["result"] == 3
