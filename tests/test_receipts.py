@@ -13,7 +13,7 @@ import pytest
 
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify,
                        verify_journal, write_checkpoint)
-from interlock.canonical import entry_hash
+from interlock.canonical import canonical_bytes, entry_hash, line_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
@@ -144,6 +144,46 @@ def test_whole_journal_verify_detects_damage_inside_the_chain(journal_path, dama
     damage(entries)
     result = verify_journal(entries)
     assert not result["valid"] and not result["tamper_evident"] and result["problems"]
+
+
+def raw_lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def test_a_journal_line_carries_its_hash_last_over_the_canonical_bytes_before_it(journal_path):
+    for raw, entry in zip(raw_lines(journal_path), read(journal_path)):
+        assert raw.endswith(b',"hash":"' + entry["hash"].encode() + b'"}')
+        assert raw[:-75] + b"}" == canonical_bytes({k: v for k, v in entry.items() if k != "hash"})
+        assert line_hash(raw) == entry["hash"].encode()
+
+
+def test_verifying_the_stored_lines_says_what_verifying_their_entries_says(journal_path):
+    from_lines, from_entries = verify_journal(raw_lines(journal_path)), verify_journal(read(journal_path))
+    assert from_lines == from_entries and from_lines["valid"]
+
+
+def test_a_line_edited_in_place_fails_its_own_hash(journal_path):
+    lines = raw_lines(journal_path)
+    at = next(i for i, line in enumerate(lines) if b'"via":"send"' in line)
+    lines[at] = lines[at].replace(b'"via":"send"', b'"via":"sent"')
+    result = verify_journal(lines)
+    assert not result["tamper_evident"]
+    assert f"entries[{at}]: hash does not match the entry's content" in result["problems"]
+
+
+@pytest.mark.parametrize("damage", [reordered, entry_deleted, effect_deleted])
+def test_verifying_stored_lines_detects_damage_inside_the_chain(journal_path, damage):
+    lines, entries = raw_lines(journal_path), read(journal_path)
+    by_hash = {e["hash"]: line for e, line in zip(entries, lines)}
+    damage(entries)
+    result = verify_journal([by_hash[e["hash"]] for e in entries])
+    assert not result["valid"] and not result["tamper_evident"] and result["problems"]
+
+
+def test_a_line_laid_out_by_another_writer_is_checked_by_its_content(journal_path):
+    lines = [json.dumps(e).encode() for e in read(journal_path)]  # insertion order, spaces: not the journal's layout
+    assert all(line_hash(line) is None for line in lines)
+    assert verify_journal(lines)["valid"]
 
 
 def test_a_cut_tail_shows_only_against_a_signed_checkpoint(journal_path):

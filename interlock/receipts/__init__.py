@@ -8,11 +8,10 @@ checkpoint or a signed bundle, checked against a public key kept elsewhere, rule
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-from ..canonical import hash_holds
+from ..collector import collector_paused
+from ..canonical import hash_holds, line_holds, loads
 from ..errors import BundleError
 from ..journal import Journal
 from ..signing import checkpoint_statement, sign, signature_holds
@@ -77,24 +76,12 @@ def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
     """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect.
 
     `entries` may be any iterable, a list or a stream read from the file: the journal is checked in one pass and
-    never held whole, only each effect's running check."""
+    never held whole, only each effect's running check. An item may be an entry or a stored line (bytes, without
+    its newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
     if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
-    with _collector_paused():
+    with collector_paused():
         return _verify_journal(entries, public_key, checkpoint)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Verifying builds only acyclic data; on a million parsed entries the cycle collector's repeated passes over
-    them would cost more than the hashing itself."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _verify_journal(entries: Iterable[Any], public_key: str | None,
@@ -107,11 +94,19 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
     i = -1
     holds_for, found = hash_holds, checks.get  # bound once: this loop runs once per entry
     for i, entry in enumerate(entries):
+        if type(entry) is bytes:
+            raw = entry
+            try:
+                entry = loads(raw)
+            except ValueError:
+                entry = None
+            holds = type(entry) is dict and line_holds(raw, entry)
+        elif type(entry) is dict:
+            holds = holds_for(entry)
         if type(entry) is not dict:
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
-        holds = holds_for(entry)
         get = entry.get
         if get("seq") != i or get("prev") != previous or not holds:
             problems += _links(i, entry, previous, holds)
