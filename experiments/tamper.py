@@ -29,8 +29,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+import published_format
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, generate_key,
-                       public_hex, verify, verify_journal)
+                       public_hex, verify_journal)
 from interlock.canonical import entry_hash
 from interlock.kinds import COMMITTED, SENDS, open_send
 from interlock.receipts import COVERS, bundle_statement
@@ -73,9 +74,14 @@ class Original:
     effect_id: str | None = None
 
     @property
-    def chained(self) -> bool:
-        """New-format entries carry seq and chain across the whole journal."""
-        return any("seq" in e for e in self.entries)
+    def published(self) -> bool:
+        """The published runs' format: each effect chained on its own, no seq (published_format)."""
+        return published_format.is_published(self.entries)
+
+    def hashed(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """`entry` with the hash its original's format gives it, as a writer of the file could store it."""
+        rule = published_format.entry_hash if self.published else entry_hash
+        return {**entry, "hash": rule(entry)}
 
 
 @dataclass
@@ -256,16 +262,15 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
     for length in range(n):
         yield Mutant("cut_tail", original, f"first {length} of {n} entries kept", entries[:length], UNDETECTABLE)
     for i in range(n):
-        sibling = {**copy.deepcopy(entries[i]), "ts": entries[i].get("ts", 0) + 1, "forked": True}
-        sibling["hash"] = entry_hash(sibling)
+        sibling = original.hashed({**copy.deepcopy(entries[i]), "ts": entries[i].get("ts", 0) + 1, "forked": True})
         yield Mutant("forked_chain", original, f"entries[{i}]", entries[: i + 1] + [sibling] + entries[i + 1:])
     if original.scope == "bundle":
         for k in range(1, n + 1):  # onto the whole chain, and onto each send as a crash would have left it
             if k == n or entries[k - 1].get("kind") in SENDS:
                 head = entries[:k]
-                expect = UNDETECTABLE if not original.chained or open_send(head) else FLAG
+                expect = UNDETECTABLE if original.published or open_send(head) else FLAG
                 yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
-                             head + [forged_committed(head)], expect)
+                             head + [forged_committed(original, head)], expect)
         yield Mutant("other_key", original, "signature", list(entries), UNDETECTABLE,
                      foreign=sign(keys.stranger, bundle_statement(_effect_id(original), entries)))
     else:
@@ -294,17 +299,16 @@ def perturbed(value: Any) -> Any:
     return "x"
 
 
-def forged_committed(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def forged_committed(original: Original, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """A COMMITTED that links to the last entry with a correct hash, as a writer of the file could append it."""
     last = entries[-1]
     forged: dict[str, Any] = {"ts": last.get("ts", 0) + 1, "kind": COMMITTED, "effect_id": last.get("effect_id")}
-    if "seq" in last:
+    if original.published:
+        forged.update({"result": {"forged": True}, "prev": last.get("hash")})
+    else:
         forged = {"seq": last["seq"] + 1, **forged, "via": "send", "result": {"forged": True}, "epoch": 1,
                   "prev": last.get("hash"), "effect_prev": last.get("hash")}
-    else:
-        forged.update({"result": {"forged": True}, "prev": last.get("hash")})
-    forged["hash"] = entry_hash(forged)
-    return forged
+    return original.hashed(forged)
 
 
 def _effect_deletions(original: Original) -> Iterator[Mutant]:
@@ -337,7 +341,7 @@ def flagged(mutant: Mutant, keys: Keys, *, signed: bool) -> bool:
             packed["signature"] = mutant.foreign
         elif signed:
             packed["signature"] = sign(keys.own, bundle_statement(eid, original.entries))
-        return not verify(packed, public_key=keys.public if signed else None)["valid"]
+        return not published_format.verify_record(packed, public_key=keys.public if signed else None)["valid"]
     checkpoint = mutant.foreign if mutant.foreign is not None else (
         _checkpoint(keys.own, original.entries) if signed else None)
     return not verify_journal(mutant.entries, public_key=keys.public if signed or checkpoint else None,
@@ -455,7 +459,7 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
         "schema_version": 1,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "covers": COVERS,
-        "sources": [{"source": o.source, "scope": o.scope, "format": "chained" if o.chained else "legacy",
+        "sources": [{"source": o.source, "scope": o.scope, "format": "published" if o.published else "chained",
                      "entries": len(o.entries)} for o in originals],
         "originals_failing_verify": originals_verify(originals, keys),
         "kinds": kinds,

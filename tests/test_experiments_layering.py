@@ -1,12 +1,20 @@
 """The Jepsen split, checked on the source: the experiments record, the pipeline judges, and the runner never
-imports its checker."""
+imports its checker; the library users install holds neither the experiments' vocabulary nor the published
+format, which both sides read through `published_format`."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ROOT / "experiments"
+LIBRARY = ROOT / "interlock"
+# Words only the published format or the experiments' baselines use: the published kinds this gate never writes,
+# the published resend `via`s, the baselines' outcomes.
+NOT_THE_LIBRARYS = {"ESCALATED", "DECIDED", "CONFIRMED", "retry-idempotent", "failed-but-landed", "legacy",
+                    "WRITTEN", "BOOKED", "ALREADY_APPLIED", "ALREADY_EXISTS_409", "FOUND_BY_LOOKUP",
+                    "PRECONDITION_FAILED"}
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -37,3 +45,30 @@ def test_the_layering_check_sees_an_import_of_the_pipeline(tmp_path):
     source.write_text("import json\nfrom pipeline.derive import derive_cell\n", encoding="utf-8")
 
     assert "pipeline.derive" in _imported_modules(source)
+
+
+def _strings(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+def test_the_library_imports_neither_the_experiments_the_pipeline_nor_the_published_format():
+    sources = sorted(LIBRARY.rglob("*.py"))
+    outside = ("experiments", "pipeline", "published_format")
+    offenders = {str(path.relative_to(ROOT)): sorted(m for m in _imported_modules(path) if m.split(".")[0] in outside)
+                 for path in sources}
+    assert len(sources) > 20
+    assert {path: mods for path, mods in offenders.items() if mods} == {}
+
+
+def test_the_library_holds_no_word_of_the_published_format_or_the_baselines():
+    found = {str(path.relative_to(ROOT)): sorted(_strings(path) & NOT_THE_LIBRARYS)
+             for path in sorted(LIBRARY.rglob("*.py"))}
+    assert {path: words for path, words in found.items() if words} == {}
+
+
+def test_the_vocabulary_check_sees_a_published_kind_in_a_string(tmp_path):
+    source = tmp_path / "kinds.py"
+    source.write_text('KNOWN = frozenset({"PROPOSED", "ESCALATED"})\n', encoding="utf-8")
+
+    assert _strings(source) & NOT_THE_LIBRARYS == {"ESCALATED"}

@@ -58,7 +58,7 @@ def test_covers_names_every_kind_left_undetectable_unsigned():
 
 def test_a_forged_commit_after_a_refusal_is_flagged_without_a_signature(gate_originals):
     refused = next(o for o in gate_originals if o.scope == "bundle" and o.entries[-1]["kind"] == "REFUSED")
-    forged = refused.entries + [tamper.forged_committed(refused.entries)]
+    forged = refused.entries + [tamper.forged_committed(refused, refused.entries)]
     result = verify(forged)
     assert result["tamper_evident"] and not result["valid"]
     assert any("after the effect was already resolved" in p or "with no send open" in p for p in result["problems"])
@@ -70,9 +70,10 @@ def test_a_forged_commit_onto_an_open_dispatch_needs_the_signature(tmp_path, key
                      and o.entries[0].get("key") == "left-open")
     cut = left_open.entries[:3]  # PROPOSED, AUTHORIZED, DISPATCHED: the state a crash before the answer leaves
     assert [e["kind"] for e in cut] == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
-    assert verify(cut + [tamper.forged_committed(cut)])["happened"] is True  # unsigned, the forgery reads as landed
+    forged = cut + [tamper.forged_committed(left_open, cut)]
+    assert verify(forged)["happened"] is True  # unsigned, the forgery reads as landed
     mutant = tamper.Mutant("forged_committed", tamper.Original("open", "bundle", cut, left_open.effect_id), "appended",
-                           cut + [tamper.forged_committed(cut)])
+                           forged)
     assert tamper.flagged(mutant, keys, signed=True)
 
 

@@ -46,7 +46,7 @@ def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
 def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
     """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
     entries, effect_id, signature = _unpack(bundle)
-    check = EffectCheck(effect_id, any(isinstance(e, dict) and "seq" in e for e in entries))
+    check = EffectCheck(effect_id)
     for entry in entries:
         check.feed(entry, isinstance(entry, dict) and hash_holds(entry))
     signed = None  # a signature proves nothing until it is checked against a key trusted from elsewhere
@@ -62,7 +62,7 @@ def _receipt(check: EffectCheck, signed: bool | None, extra: list[str]) -> dict[
     problems = check.problems() + extra
     return {
         "effect_id": check.effect_id,
-        "format": "chained" if check.chained else "legacy",
+        "format": "chained",
         "valid": not problems,
         "tamper_evident": not check.chain,
         "signed": signed,
@@ -123,7 +123,7 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
         if check is None:
             if type(eid) is not str:
                 continue
-            check = checks[eid] = EffectCheck(eid, "seq" in entry)
+            check = checks[eid] = EffectCheck(eid)
         check.feed(entry, holds)
     signed = None
     if checkpoint is not None:

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED, RESOLUTIONS, send_open_after, settles)
+from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED,
+                     RESOLUTIONS, send_open_after, settles)
 
-LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
-KNOWN_KINDS = KINDS | LEGACY_KINDS
 FOLDED = frozenset({DISPATCHED, REDISPATCHED, COMMITTED, REFUSED, AMBIGUOUS, LATE_RESULT})
 
 
 class EffectCheck:
     """The running check of one effect; `feed` each entry in order, then read `result`."""
 
-    __slots__ = ("effect_id", "chained", "count", "previous", "last_seq", "chain", "shape", "order", "first",
+    __slots__ = ("effect_id", "count", "previous", "last_seq", "chain", "shape", "order", "first",
                  "order_open", "order_resolved", "counted", "span", "landings", "open_dispatch", "ambiguous",
                  "happened_once", "refused_reason", "after_target_error", "evidence", "rechecked")
 
-    def __init__(self, effect_id: str | None, chained: bool):
+    def __init__(self, effect_id: str | None):
         self.effect_id = effect_id
-        self.chained = chained
         self.count = 0
         self.previous: str | None = None
         self.last_seq = -1
@@ -55,20 +52,17 @@ class EffectCheck:
             self.chain.append(f"entries[{i}]: effect_id {get('effect_id')!r} is not the bundle's {self.effect_id!r}")
         if not holds:
             self.chain.append(f"entries[{i}]: hash does not match the entry's content")
-        chained = self.chained
-        link = "effect_prev" if chained else "prev"
-        if get(link) != self.previous:
-            self.chain.append(f"entries[{i}]: {link} does not link to the entry before it")
-        if chained:
-            seq = get("seq")
-            if type(seq) is not int or seq <= self.last_seq:
-                self.chain.append(f"entries[{i}]: seq {seq!r} does not follow {self.last_seq}")
-            else:
-                self.last_seq = seq
+        if get("effect_prev") != self.previous:
+            self.chain.append(f"entries[{i}]: effect_prev does not link to the entry before it")
+        seq = get("seq")
+        if type(seq) is not int or seq <= self.last_seq:
+            self.chain.append(f"entries[{i}]: seq {seq!r} does not follow {self.last_seq}")
+        else:
+            self.last_seq = seq
         self.previous = get("hash")
         if self.first is None:
             self.first = kind if kind is not None else ""
-        if kind not in KNOWN_KINDS:
+        if kind not in KINDS:
             self.shape.append(f"entries[{i}].kind: unknown kind {kind!r}")
         elif type(get("ts")) not in (int, float):
             self.shape.append(f"entries[{i}].ts: missing or not a number")
@@ -77,16 +71,16 @@ class EffectCheck:
                 if key in entry and type(entry[key]) is not dict:
                     self.shape.append(f"entries[{i}].{key}: expected an object")
                     break
-        if chained:  # a chained journal never holds a second resolution or a result with no send open: the
-            # journal stores a late answer as LATE_RESULT and the gate resolves only what it sent, so each is forged
-            if kind in RESOLUTIONS:
-                settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
-                if settling and self.order_resolved:
-                    self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
-                elif kind != REFUSED and not self.order_open:
-                    self.order.append(f"entries[{i}]: {kind} with no send open")
-                self.order_resolved = self.order_resolved or settling
-            self.order_open = send_open_after(self.order_open, kind)
+        # The journal never holds a second resolution or a result with no send open: it stores a late answer as
+        # LATE_RESULT and the gate resolves only what it sent, so each is forged.
+        if kind in RESOLUTIONS:
+            settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
+            if settling and self.order_resolved:
+                self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
+            elif kind != REFUSED and not self.order_open:
+                self.order.append(f"entries[{i}]: {kind} with no send open")
+            self.order_resolved = self.order_resolved or settling
+        self.order_open = send_open_after(self.order_open, kind)
         if kind in FOLDED:
             self._fold(entry, kind)
         else:
@@ -109,8 +103,6 @@ class EffectCheck:
         elif kind == COMMITTED:
             self.evidence = entry.get("result", entry.get("found"))
             self.landings.append(self.evidence)
-            if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(rechecked, dict) and "epoch" not in entry:
-                self.span.append(rechecked)  # the published format journaled a resend only in its COMMITTED
             self.counted += self.span
             self.span, self.open_dispatch, self.ambiguous = [], False, False
         elif kind == REFUSED:
