@@ -60,7 +60,7 @@ class _Story:
         self.chain: list[str] = []
         self.shape: list[str] = []
         self.open = self.ambiguous = self.failed_send = False
-        self.once = True
+        self.twice: list[str] = []  # what says the service may hold the effect more than once
         self.open_checks: list[dict[str, Any]] = []  # the checks behind the send still open
         self.fired_checks: list[dict[str, Any]] = []  # the checks behind every send that may have fired
         self.landings: list[Any] = []
@@ -93,14 +93,17 @@ class _Story:
                 self.shape.append(f"entries[{i}].{key}: expected an object")
         if isinstance(entry.get("rechecked"), dict):
             self.rechecked = entry["rechecked"]
-        self._fold(kind, entry)
+        self._fold(i, kind, entry)
 
-    def _fold(self, kind: Any, entry: dict[str, Any]) -> None:
+    def _fold(self, i: int, kind: Any, entry: dict[str, Any]) -> None:
         if kind == "DISPATCHED":
-            self.once = self.once and not (self.open or self.failed_send)
+            if self.open or self.failed_send:
+                self.twice.append(f"entries[{i}]: a DISPATCHED while an earlier send was open or had failed")
             self.open, self.open_checks = True, [entry.get("checks") or {}]
         elif kind == "COMMITTED":
             self.evidence = entry.get("result", entry.get("found"))
+            if self.landings:
+                self.twice.append(f"entries[{i}]: a second COMMITTED")
             self.landings.append(self.evidence)
             if entry.get("via") in RESEND_VIAS and isinstance(entry.get("rechecked"), dict):
                 self.open_checks.append(entry["rechecked"])
@@ -120,7 +123,8 @@ class _Story:
         happened: Any = True if self.landings else ("unknown" if self.open or self.ambiguous else False)
         return {
             "happened": happened,
-            "happened_once": self.once and len(self.landings) <= 1,
+            "happened_once": not self.twice,
+            "held_twice": list(self.twice),
             "authorized_when_fired": all(c.get("lease_live") is True for c in fired) if fired else None,
             "assumptions_held": all(c.get("violations") == [] for c in fired) if fired else None,
             "refused": self.refused if happened is not True else None,

@@ -1,5 +1,11 @@
 """One effect's entries checked and folded in a single pass: its chain, each entry's shape, the order of sends and
-resolutions, and what the entries establish. A whole journal feeds every effect's check as it streams by."""
+resolutions, the claim epochs they were written under, and what the entries establish. A whole journal feeds every
+effect's check as it streams by.
+
+Held twice: what the entries say of a second copy at the service. A second landing whose evidence differs from
+the first (a late answer beside a resend's), a send made while an earlier one was open or after one failed, and a
+lookup that answered with a list of two or more copies (a lookup that answers with a list names every copy the
+service holds) each count; so does the service's own export, when the caller passes it."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ class EffectCheck:
 
     __slots__ = ("effect_id", "count", "previous", "last_seq", "chain", "shape", "order", "first",
                  "order_open", "order_resolved", "counted", "span", "landings", "open_dispatch", "ambiguous",
-                 "happened_once", "refused_reason", "after_target_error", "evidence", "rechecked")
+                 "twice", "refused_reason", "after_target_error", "evidence", "rechecked", "epoch")
 
     def __init__(self, effect_id: str | None):
         self.effect_id = effect_id
@@ -32,7 +38,8 @@ class EffectCheck:
         self.span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
         self.landings: list[Any] = []  # the evidence of each distinct landing
         self.open_dispatch = self.ambiguous = False
-        self.happened_once = True
+        self.twice: list[str] = []  # what says the service may hold the effect more than once
+        self.epoch = -1  # the highest claim epoch an entry of the effect was written under
         self.refused_reason: Any = None
         self.after_target_error = False
         self.evidence: Any = None
@@ -82,19 +89,27 @@ class EffectCheck:
             self.order_resolved = self.order_resolved or settling
         self.order_open = send_open_after(self.order_open, kind)
         if kind in FOLDED:
-            self._fold(entry, kind)
+            self._fold(i, entry, kind)
         else:
             rechecked = get("rechecked")
             if type(rechecked) is dict:
                 self.rechecked = rechecked
 
-    def _fold(self, entry: dict[str, Any], kind: Any) -> None:
+    def _fold(self, i: int, entry: dict[str, Any], kind: Any) -> None:
         rechecked = entry.get("rechecked")
         if isinstance(rechecked, dict):
             self.rechecked = rechecked
+        epoch = entry.get("epoch")
+        if type(epoch) is int:
+            if kind in RESOLUTIONS and epoch < self.epoch:  # the journal keeps a superseded answer as LATE_RESULT
+                self.order.append(f"entries[{i}]: {kind} journaled by claim epoch {epoch} after epoch {self.epoch} "
+                                  "took the effect over")
+            self.epoch = max(self.epoch, epoch)
         if kind == DISPATCHED:
-            if self.open_dispatch or self.after_target_error:
-                self.happened_once = False
+            if self.open_dispatch:
+                self.twice.append(f"entries[{i}]: a second DISPATCHED while the first send was open")
+            elif self.after_target_error:
+                self.twice.append(f"entries[{i}]: a DISPATCHED after a send that failed and may have landed")
             self.open_dispatch = True
             self.span = [entry.get("checks") or {}]
         elif kind == REDISPATCHED:
@@ -102,7 +117,7 @@ class EffectCheck:
             self.span.append(rechecked or {})
         elif kind == COMMITTED:
             self.evidence = entry.get("result", entry.get("found"))
-            self.landings.append(self.evidence)
+            self._landed(i, self.evidence)
             self.counted += self.span
             self.span, self.open_dispatch, self.ambiguous = [], False, False
         elif kind == REFUSED:
@@ -114,9 +129,31 @@ class EffectCheck:
             self.span, self.open_dispatch, self.ambiguous = [], False, True
         elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
             late = entry.get("result", entry.get("found"))
-            if late not in self.landings:  # the same landing twice is one effect, another one is a duplicate
-                self.landings.append(late)
-                self.evidence = self.evidence if self.evidence is not None else late
+            self._landed(i, late)
+            self.evidence = self.evidence if self.evidence is not None else late
+
+    def _landed(self, i: int, evidence: Any) -> None:
+        """One more answer saying the effect landed: the same landing again is one effect, another is a copy."""
+        if isinstance(evidence, list) and len(evidence) > 1:
+            self.twice.append(f"entries[{i}]: the lookup found {len(evidence)} copies")
+        if evidence in self.landings:
+            return
+        if self.landings:
+            self.twice.append(f"entries[{i}]: a second landing, its evidence unlike the first's")
+        self.landings.append(evidence)
+
+    def against_service(self, copies: int) -> list[str]:
+        """Hold the record to the number of copies the service's own export says it holds; returns the
+        disagreements (a copy held twice goes to `twice`)."""
+        if copies > 1:
+            self.twice.append(f"service: holds {copies} copies")
+        happened = self.established()["happened"]
+        if happened is True and copies == 0:
+            return ["service: holds no copy of an effect the record says landed"]
+        if happened is False and copies > 0:
+            return [f"service: holds {copies} cop{'y' if copies == 1 else 'ies'} of an effect the record says never "
+                    "landed"]
+        return []
 
     def problems(self) -> list[str]:
         """Every problem found, chain first."""
@@ -129,7 +166,8 @@ class EffectCheck:
         happened: Any = True if self.landings else ("unknown" if self.open_dispatch or self.ambiguous else False)
         return {
             "happened": happened,
-            "happened_once": self.happened_once and len(self.landings) <= 1,
+            "happened_once": not self.twice,
+            "held_twice": list(self.twice),
             "authorized_when_fired": all(c.get("lease_live") is True for c in counted) if counted else None,
             "assumptions_held": all(c.get("violations") == [] for c in counted) if counted else None,
             "refused": self.refused_reason if happened is not True else None,
