@@ -39,6 +39,7 @@ from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
 from experiments.atomic import write_json
+from experiments.harness import provenance
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published"
@@ -456,8 +457,11 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
         torn = torn_tail_sweep(Path(tmp))
         killed = sigkill_mid_append(Path(tmp))
     return {
-        "schema_version": 1,
+        "schema_version": 2,  # 2: a published original's format is "published", and the file says how it was made
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "provenance": provenance("python -m experiments.tamper",
+                                 {"service": "none: stored journals, and journals the gate writes here over an "
+                                             "in-process FunctionTarget"}, "none (no decisions are made)", {}),
         "covers": COVERS,
         "sources": [{"source": o.source, "scope": o.scope, "format": "published" if o.published else "chained",
                      "entries": len(o.entries)} for o in originals],
