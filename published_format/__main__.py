@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             raise Unreadable(exc.strerror or str(exc)) from None
         except UnicodeDecodeError:
             raise Unreadable("not UTF-8 text") from None
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
         checked = [{"at": at, **verify_record(record)} for at, record in records(data, args.cell)]
     except (Unreadable, BundleError) as exc:

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalCorrupt
+from ..errors import BundleError, JournalCorrupt
 from ..segments import journal_bytes
 from ..witness import disagreement, witnessed
-from . import BundleError, verify, verify_journal
+from . import verify, verify_journal
 
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result["valid"] and not result["held_twice"] else 1
 
 
-def _verify(data: Any, public_key: str | None, checkpoint: dict | None,
+def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None,
             service: dict[str, int] | None) -> dict[str, Any]:
     if isinstance(data, list) and checkpoint is None:
         ids = {e.get("effect_id") for e in data if isinstance(e, dict)}
@@ -97,7 +97,7 @@ def _load(path: Path, at: str, archive: str | None = None) -> Any:
     else:
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
     return _select(data, at)
 
@@ -111,7 +111,7 @@ def _journal_lines(text: str) -> list[Any]:
             continue
         try:
             data.append(json.loads(line))
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
     return data
 
