@@ -430,7 +430,7 @@ def sigkill_mid_append(directory: Path, runs: int = 8, entry_bytes: int = 16_000
                                  stdout=subprocess.PIPE, text=True, cwd=REPO)
         try:
             child.stdout.readline()  # type: ignore[union-attr]
-            time.sleep(0.15 + 0.037 * run)
+            _wait_for_size(path, child, entry_bytes * (run + 1) // 3)  # each run cuts at another point of a line
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait()
@@ -442,6 +442,15 @@ def sigkill_mid_append(directory: Path, runs: int = 8, entry_bytes: int = 16_000
         broken += kept != complete or not verify_journal(entries)["tamper_evident"]
         shutil.rmtree(path.parent)  # megabytes per entry: keep no run's journal
     return {"runs": runs, "runs_killed_mid_line": torn_runs, "runs_losing_a_complete_entry": broken}
+
+
+def _wait_for_size(path: Path, child: subprocess.Popen[str], size: int, timeout: float = 60) -> None:
+    """Until the appender has written `size` bytes of its journal, failing if it died first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() or path.stat().st_size < size:
+        if child.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{path}: the appender stopped before writing {size} bytes")
+        time.sleep(0.001)
 
 
 # ---- summary --------------------------------------------------------------------------------------------------
