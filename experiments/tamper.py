@@ -1,10 +1,11 @@
 """The tamper corpus: damaged copies of real journals, each labelled with what a verifier must say about it.
 
-Originals come from the published runs (results/published, shipped byte for byte), the project's own result files and journals the
-gate writes here over a FunctionTarget. Every mutant is checked twice: unsigned (the chain alone) and signed (the
-original's bundle signature or journal checkpoint kept, the mutant's entries swapped in). A mutant the library
-documents as out of reach of an unsigned chain (receipts.COVERS: a cut tail, a well-formed appended entry) must
-still be flagged once signed; every other mutant must be flagged both ways.
+Originals come from the published runs (results/published, shipped byte for byte, read through
+published_format), the project's own result files, and journals the gate writes here over a FunctionTarget, on the
+JSONL journal and on the shared PostgreSQL one (a throwaway cluster). Every mutant is checked twice: unsigned (the
+chain alone) and signed (the original's bundle signature or journal checkpoint kept, the mutant's entries swapped
+in). A mutant the library documents as out of reach of an unsigned chain (receipts.COVERS: a cut tail, a
+well-formed appended entry) must still be flagged once signed; every other mutant must be flagged both ways.
 
 `python -m experiments.tamper [--out FILE]` writes the counts per mutant kind (results/reliability/tamper.json).
 """
@@ -173,11 +174,19 @@ class _Lost(ConnectionError):
 
 
 def gate_journal(directory: Path) -> list[dict[str, Any]]:
-    """A journal the gate writes here, holding every way an effect ends: committed, refused at submit, committed
-    after a lost answer (found by lookup, retried on a deduping target), ambiguous on a blind target, and a dispatch
-    left open then settled later, so effects interleave in the chain."""
+    """A JSONL journal the gate writes in `directory` (see `gated_entries`)."""
     directory.mkdir(parents=True, exist_ok=True)
     journal = Journal(directory / "journal.jsonl")
+    try:
+        return gated_entries(journal, None)
+    finally:
+        journal.close()
+
+
+def gated_entries(journal: Any, claims: Any) -> list[dict[str, Any]]:
+    """The entries the gate writes to `journal`, holding every way an effect ends: committed, refused at submit,
+    committed after a lost answer (found by lookup, retried on a deduping target), ambiguous on a blind target, and
+    a dispatch left open then settled later, so effects interleave in the chain."""
     store: dict[str, Any] = {}
     lookup_up = {"on": True}
     lose_next: set[str] = set()
@@ -197,7 +206,7 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
     def gate(tier: int) -> Gate:
         target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find,
                                 in_flight=0.0)  # an in-process store: nothing is left in flight
-        return Gate(journal, target, claim_wait=1.0)
+        return Gate(journal, target, claims=claims, claim_wait=1.0)
 
     live = CallableLease(lambda: True, lambda: {"incident": "INC-1", "status": "open"})
     dead = CallableLease(lambda: False, lambda: {"incident": "INC-1", "status": "resolved"})
@@ -222,9 +231,7 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
     gate(TIER_LOOKUP).submit(effect("after-the-open-one"))
     lookup_up["on"] = True
     gate(TIER_LOOKUP).submit(effect("left-open"))  # settled now, after another effect's entries
-    entries = journal.entries()
-    journal.close()
-    return entries
+    return list(journal.entries())
 
 
 def generated_originals() -> list[Original]:
@@ -234,9 +241,27 @@ def generated_originals() -> list[Original]:
     return originals_of_journal(entries, "gate journal over a FunctionTarget")
 
 
+def postgres_originals() -> list[Original]:
+    """The same gate run on the shared PostgreSQL journal (entries hashed and chained by the server), exported,
+    whole and per effect, on a throwaway cluster."""
+    from interlock.pg import PgClaims, PgJournal
+
+    from experiments.services.postgres import TempCluster
+
+    with TempCluster() as cluster:
+        journal = PgJournal(cluster.create_database("tamper"))
+        claims = PgClaims(journal)
+        try:
+            entries = gated_entries(journal, claims)
+        finally:
+            claims.close()
+            journal.close()
+    return originals_of_journal(entries, "gate journal on PostgreSQL over a FunctionTarget")
+
+
 def all_originals() -> list[Original]:
     """Every original the corpus damages."""
-    return reference_originals() + own_originals() + generated_originals()
+    return reference_originals() + own_originals() + generated_originals() + postgres_originals()
 
 
 # ---- mutants --------------------------------------------------------------------------------------------------

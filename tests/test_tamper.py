@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments import tamper
+from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 from interlock import Journal, verify, verify_journal
 from interlock.receipts import COVERS
 
@@ -41,6 +42,19 @@ def test_every_mutant_of_the_published_journals_is_flagged_unless_documented(key
 def test_every_mutant_of_a_gate_journal_is_flagged_unless_documented(gate_originals, keys):
     kinds = assert_corpus_holds(gate_originals, keys)
     assert all(row["generated"] > 0 for row in kinds.values()), kinds
+
+
+def test_every_mutant_of_a_postgresql_gate_journal_is_flagged_unless_documented(pg_url, keys):
+    from interlock.pg import PgClaims, PgJournal
+
+    journal = PgJournal(pg_url)
+    claims = PgClaims(journal)
+    entries = tamper.gated_entries(journal, claims)
+    claims.close()
+    originals = tamper.originals_of_journal(entries, "gate journal on PostgreSQL")
+    assert [o.scope for o in originals].count("journal") == 1
+    kinds = assert_corpus_holds(originals, keys)
+    assert kinds["forked_chain"]["flagged_unsigned"] == kinds["forked_chain"]["generated"] > 0
 
 
 def test_documented_undetectable_mutants_pass_unsigned_and_fail_signed(gate_originals, keys):
