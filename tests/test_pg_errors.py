@@ -29,6 +29,17 @@ def stopped_for(pg_cluster, seconds: float) -> None:
     pg_cluster.start()
 
 
+def released_while_down(pg_cluster, pause, owner) -> dict:
+    """What the paused owner is told when it goes on while the server is stopped (started again afterwards)."""
+    pg_cluster.stop_server()
+    try:
+        pause.unlink()
+        [told] = finish(owner)
+    finally:
+        pg_cluster.start()
+    return told
+
+
 def test_a_database_down_before_the_submit_is_journal_unavailable_with_nothing_sent(pg_cluster, pg_url, ledger):
     journal = PgJournal(pg_url)
     gate = Gate(journal, LedgerTarget(ledger.endpoint, in_flight=0.2), claims=PgClaims(journal), claim_wait=1)
@@ -47,12 +58,7 @@ def test_an_owner_that_cannot_reach_the_database_to_confirm_does_not_send(pg_clu
     pause, eid = tmp_path / "pause", effect_id_for("k")
     owner = start(pg_url, ledger.endpoint, ["k"], paused_at("before_send", pause), in_flight=0.2)
     wait_for_file(pause, owner)  # DISPATCHED is durable; the confirm and the request are next
-    pg_cluster.stop_server()
-    try:
-        pause.unlink()
-        [told] = finish(owner)
-    finally:
-        pg_cluster.start()
+    told = released_while_down(pg_cluster, pause, owner)
     assert (told["error"], told["sent"]) == ("JournalUnavailable", False)
     assert "not sent" in told["message"]
     assert ledger.applies(eid) == 0
@@ -78,12 +84,7 @@ def test_a_send_whose_committed_could_not_be_written_is_settled_by_recovery(pg_c
     pause, eid, ttl = tmp_path / "pause", effect_id_for("k"), 2.0
     owner = start(pg_url, ledger.endpoint, ["k"], paused_at("after_commit", pause), ttl=ttl, in_flight=0.2)
     wait_for_file(pause, owner)  # the service applied it; COMMITTED is next
-    pg_cluster.stop_server()
-    try:
-        pause.unlink()
-        [told] = finish(owner)
-    finally:
-        pg_cluster.start()
+    told = released_while_down(pg_cluster, pause, owner)
     assert (told["error"], told["sent"]) == ("JournalUnavailable", None)  # sent, its outcome left for recovery
     assert "COMMITTED" in told["message"]
     journal = PgJournal(pg_url)
