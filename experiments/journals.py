@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from interlock._protocols import ClaimsLike, JournalLike
-from interlock.backends import is_postgres, open_journal, safe_address
+from interlock.addresses import is_postgres, safe_address
+from interlock.backends import open_journal
 from interlock.journal import Journal, encode
 from interlock.receipts import bundle
 

@@ -133,7 +133,7 @@ class Cell:
     truth: GroundTruth
     record: RecordSays
     proof: Proof
-    receipt: Mapping[str, Any] | None  # interlock.receipts.verify() result for the gate's effect
+    receipt: Mapping[str, Any] | None  # published_format.verify_record() result for the gate's effect
     journal: tuple[Mapping[str, Any], ...]  # the gate's full journal entries (empty for baselines)
     worker_log: Any  # gcp: parsed log.jsonl lines; calendar: the worker log text (untrusted)
     ids: Any  # as stored in the cell (gcp: object; calendar: one string)

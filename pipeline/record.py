@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from interlock.receipts import verify
+from published_format import verify_record
 
 from .load import Node
 from .model import RecordSays
@@ -109,7 +109,7 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         return RecordSays(source, None, (), 0, 0, None, 0, None, "the journal is empty"), None
     effect_id = entries[0].get("effect_id")
     mine = [e for e in entries if e.get("effect_id") == effect_id]
-    receipt = verify({"effect_id": effect_id, "entries": mine})
+    receipt = verify_record({"effect_id": effect_id, "entries": mine})
     proposed = next((e for e in mine if e.get("kind") == "PROPOSED"), {})
     actor = proposed.get("agent") if isinstance(proposed.get("agent"), str) else None
     checks, sends, unchecked = [], 0, 0
