@@ -277,7 +277,9 @@ def test_the_counts_come_back_from_the_stored_history_alone(short_run):
 
 HAZARD_RUNS = [("gcp_resource", "sigstop", "jsonl"), ("calendar", "journal_cut", "jsonl"),
                ("ledger", "slow_service", "jsonl"), ("ledger", "send_raises", "jsonl"),
-               ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql")]
+               ("gcp_resource", "slow_service", "jsonl"), ("calendar", "send_raises", "jsonl"),
+               ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql"),
+               ("calendar", "server_restart", "postgresql"), ("gcp_resource", "slow_send_past_ttl", "postgresql")]
 
 
 @pytest.mark.parametrize(("scenario", "hazard", "journal"), HAZARD_RUNS)
@@ -295,6 +297,38 @@ def test_a_hazard_run_stores_a_row_per_run_and_counts_it_per_system(tmp_path, sc
         counts = summary["systems"][system]
         assert counts["held"] + counts["violated"] + counts["violated_in_window"] == HAZARD_RUN
     assert summary["hazard_effects"], "the hazard's own effect on each run is recorded"
+
+
+def test_a_server_restart_strikes_only_the_run_that_holds_the_cluster(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "server_restart", "--journal", "postgresql",
+             "--schedules", "4", "--jobs", "2")
+    summary = json.loads((tmp_path / "explore_ledger_pg_server_restart.json").read_text())
+    assert summary["jobs"] == 2 and "cluster per concurrent run" in summary["hazard"]["journal_backend"]
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_pg_server_restart.jsonl.gz"))
+    assert all(not r["interrupt"]["reached"] or r["interrupt"]["how"] == "restart_server" for r in rows)
+
+
+@pytest.mark.parametrize("point", ("before_request", "after_apply"))
+def test_a_planted_bug_raises_from_the_send_function_the_gate_calls(monkeypatch, point):
+    from experiments import planted
+
+    class Target:
+        fenced = True
+        sent: list[str] = []
+
+        def apply(self, effect_id, payload):
+            self.sent.append(effect_id)
+            return "generation-1"
+
+    monkeypatch.delenv(planted.RAISES_ENV, raising=False)
+    plain = Target()
+    assert planted.target(plain) is plain
+    monkeypatch.setenv(planted.RAISES_ENV, point)
+    wrapped = planted.target(Target())
+    assert wrapped.fenced is True
+    with pytest.raises(KeyError):
+        wrapped.apply("e1", {})
+    assert Target.sent == ([] if point == "before_request" else ["e1"])
 
 
 def test_the_baselines_may_try_fewer_of_the_same_schedules_than_the_gate(tmp_path):
