@@ -21,11 +21,12 @@ A scenario is one module holding a `Scenario` subclass, run as `python -m experi
 | `finish(cells)` | the result file's scenario keys, after `open()` closed (the services still run): more trials, clean-up reports |
 | `claim_settings()`, `extra_services()` | what the provenance block says about claims and local services |
 | `add_arguments(parser)`, `full(args)` | scenario options, and whether they leave the run complete |
-| `fault_type`, `worker_args(case, phase)` | its rows' class (the explorer makes one per schedule), a worker's command line |
-| `journal_file`, `send_log` | the gate's journal and the baselines' send log (None: they keep none) in a case directory |
-| `actions`, `perform(case, action, when)` | the world's two actions (the premise moves, the authority ends), done now |
-| `agent_writes(case)` | the agent's committed writes (id, when the service received it) and its copies live now |
-| `slow_writes(case, s)`, `held_writes(case)`, `release(case)` | make the service land the case's agent writes `s` seconds after they arrive, what it held so far, and drop that |
+| `fault_type`, `worker_args(case, phase)` | its rows' class (the explorer makes one per schedule); a command line |
+| `journal_file`, `send_log` | the gate's journal, the baselines' send log (None: they keep none) in a case |
+| `actions`, `perform(case, action, when)` | the world's two actions (the premise moves, the authority ends), now |
+| `agent_writes(case)` | the agent's committed writes (id, when the service received it), its copies live now |
+| `slow_writes(case, s)` | the service lands each agent write of the case `s` seconds after it arrived |
+| `held_writes(case)`, `release(case)` | the writes it held so far; drop the slow rule when the case ends |
 
 The crash-schedule explorer (experiments.explore) drives every scenario through this same interface.
 
