@@ -19,6 +19,11 @@ DBOS_DOCS = [
      "url": "https://docs.dbos.dev/python/tutorials/database-connection"},
     {"section": "Self-hosting: recovery of PENDING workflows on restart, per executor id",
      "url": "https://docs.dbos.dev/self-hosting"},
+    {"section": "Production: workflow recovery (executor_id in the DBOS config; a restart recovers its own PENDING "
+                "workflows)",
+     "url": "https://docs.dbos.dev/production/self-hosting/workflow-recovery"},
+    {"section": "Explanations: concurrent executions (steps at least once, workflow outcomes exactly once)",
+     "url": "https://docs.dbos.dev/explanations/concurrent-executions"},
     {"section": "Python reference: Configuration (system_database_url, executor_id, serializer)",
      "url": "https://docs.dbos.dev/python/reference/configuration"},
 ]
