@@ -1,5 +1,6 @@
 """What a peer's own record establishes: DBOS's system database rows for the job's workflow, or the Powertools
-idempotency record for the job's key, as the last worker left them.
+idempotency record for the job's key, as the harness read them after the last worker exited (or, in a cell saved
+without that reading, as the last worker left them).
 
 The reading follows the rule every other record is read by. The actor and the check are what the record itself
 names: DBOS keeps the workflow's input, so the request it sent (its writer, its precondition) is on record;
@@ -20,8 +21,10 @@ from .outcomes import claim
 
 DBOS_STEP, POWERTOOLS_IDEMPOTENT = "dbos_step", "powertools_idempotent"
 PEERS = {DBOS_STEP: "DBOS system database rows", POWERTOOLS_IDEMPOTENT: "Powertools idempotency record"}
-# The worker that ran last left the newest reading: the restart worker's file when there is one.
-RECORD_FILES = ("peer_record_restart.json", "peer_record_decide.json")
+# Newest reading first: the harness's, taken after the last worker exited, then the last worker's own (the restart
+# worker's when there is one), each under the key holding the record as read.
+RECORD_FILES = {"peer_record_after_run.json": "record", "peer_record_restart.json": "left",
+                "peer_record_decide.json": "left"}
 _UNFINISHED = {"PENDING", "ENQUEUED"}
 
 
@@ -87,7 +90,7 @@ def dbos_record(left: Node) -> RecordSays:
     last = steps[-1]
     if last.opt_node("error") is not None:
         return _says(source, actor, checks, len(steps), None,
-                     "the step stored an error, not an answer: the record cannot say whether the request landed",
+                     "its step stored an error, not an answer",
                      tuple(shown))
     writes, why = _answer(last.at("output"))
     return _says(source, actor, checks, len(steps), writes, why, tuple(shown))
@@ -118,9 +121,9 @@ def peer_record(files: Node, system: str) -> RecordSays:
     """What the peer's saved record establishes, from the newest reading the cell keeps."""
     name = next((name for name in RECORD_FILES if files.has(name)), None)
     if name is None:
-        return RecordSays(files.child_path(RECORD_FILES[0]), None, (), 0, 0, None, 0, None,
+        return RecordSays(files.child_path(next(iter(RECORD_FILES))), None, (), 0, 0, None, 0, None,
                           f"the cell keeps no record of the peer ({PEERS[system]})")
-    left = files.at(name).at("left")
+    left = files.at(name).at(RECORD_FILES[name])
     if left.value is None:
         return RecordSays(left.path, None, (), 0, 0, None, 0, None, "the worker left no reading of the record")
     return (dbos_record if system == DBOS_STEP else powertools_record)(left)

@@ -14,6 +14,7 @@ from pipeline.render import render_site
 
 RESULTS = Path(__file__).parents[1] / "results" / "scenarios"
 RECORD = "peer_record_restart.json"
+AFTER_RUN = "peer_record_after_run.json"
 
 
 def results(name):
@@ -30,8 +31,13 @@ def judged(tmp_path, data, fault, system, name="gcp_resource"):
     return next(c for c in derive(path).cells if c.fault == fault and c.system == system)
 
 
+def newest(files):
+    """The reading the pipeline reads: the harness's after the run, else the restart worker's own."""
+    return files[AFTER_RUN]["record"] if AFTER_RUN in files else files[RECORD]["left"]
+
+
 def dbos_left(cell):
-    return cell["artifacts"][RECORD]["left"]
+    return newest(cell["artifacts"])
 
 
 def test_a_dbos_record_of_the_refused_step_proves_that_nothing_landed(tmp_path):
@@ -65,7 +71,7 @@ def test_a_dbos_step_that_stored_an_error_cannot_say_what_landed(tmp_path):
     step.update(output=None, error={"message": "ConnectionError: the answer was lost"})
     cell = judged(tmp_path, data, "crash_after_commit_redeploy", "dbos_step")
     assert cell.record.writes is None and cell.can_prove is False
-    assert "the step stored an error" in cell.proof.reason
+    assert "its step stored an error, not an answer" in cell.proof.reason
 
 
 def test_a_pending_workflow_leaves_its_send_unresolved(tmp_path):
@@ -89,7 +95,7 @@ def test_a_powertools_record_names_its_response_but_no_actor_and_no_check(tmp_pa
 def test_an_in_progress_powertools_record_cannot_say(tmp_path):
     data = results("calendar")
     files = cell_of(data, "before_send/none", "powertools_idempotent")["evidence"]["case_files"]
-    files[RECORD]["left"]["value"] = {"status": "INPROGRESS", "expiration": 1, "in_progress_expiration": 1}
+    newest(files)["value"] = {"status": "INPROGRESS", "expiration": 1, "in_progress_expiration": 1}
     cell = judged(tmp_path, data, "before_send/none", "powertools_idempotent", "calendar")
     assert cell.record.writes is None and cell.record.unresolved_sends == 1
     assert "the record is INPROGRESS" in cell.record.reason
@@ -98,18 +104,22 @@ def test_an_in_progress_powertools_record_cannot_say(tmp_path):
 def test_a_powertools_response_that_is_not_json_is_bad_input_naming_its_path(tmp_path):
     data = results("calendar")
     index = data["cells"].index(cell_of(data, "before_send/none", "powertools_idempotent"))
-    data["cells"][index]["evidence"]["case_files"][RECORD]["left"]["value"]["data"] = "{cut"
+    files = data["cells"][index]["evidence"]["case_files"]
+    newest(files)["value"]["data"] = "{cut"
+    where = f'["{AFTER_RUN}"].record' if AFTER_RUN in files else f'["{RECORD}"].left'
     path = tmp_path / "calendar.json"
     path.write_text(json.dumps(data))
     with pytest.raises(BadInput) as caught:
         derive(path)
-    assert str(caught.value) == (f"{path}: cells[{index}].evidence.case_files[\"{RECORD}\"].left.value.data: "
+    assert str(caught.value) == (f"{path}: cells[{index}].evidence.case_files{where}.value.data: "
                                  "the COMPLETED record's data is not JSON")
 
 
 def test_a_peer_cell_without_its_record_says_so(tmp_path):
     data = results("gcp_resource")
-    del cell_of(data, "crash_before_send_redeploy", "dbos_step")["artifacts"][RECORD]
+    files = cell_of(data, "crash_before_send_redeploy", "dbos_step")["artifacts"]
+    for name in [name for name in files if name.startswith("peer_record_")]:
+        del files[name]
     cell = judged(tmp_path, data, "crash_before_send_redeploy", "dbos_step")
     assert cell.record.writes is None and cell.can_prove is False
     assert "the cell keeps no record of the peer (DBOS system database rows)" in cell.proof.reason
@@ -148,3 +158,15 @@ def test_the_peers_page_says_temporal_is_not_measured_and_cites_its_activity_sem
     assert "not measured" in temporal and "at least once" in temporal
     assert "Start-To-Close timeout" in temporal and "Heartbeat timeout" in temporal
     assert "(https://docs.temporal.io/encyclopedia/detecting-activity-failures)" in temporal
+
+
+def test_the_harness_reading_after_the_run_is_preferred_to_the_last_workers_own(tmp_path):
+    data = results("gcp_resource")
+    cell = cell_of(data, "crash_after_commit_redeploy", "dbos_step")
+    fault = judged(tmp_path, copy.deepcopy(data), "crash_after_commit_redeploy", "dbos_step")
+    after = copy.deepcopy(dbos_left(cell))
+    after["operation_outputs"][-1]["output"] = {"outcome": "WRITTEN", "ids": {"generation": fault.truth.agent_writes[0]}}
+    cell["artifacts"]["peer_record_after_run.json"] = {"read_by": "the harness", "read_at": 1.0, "record": after}
+    edited = judged(tmp_path, data, "crash_after_commit_redeploy", "dbos_step")
+    assert edited.record.source.endswith('["peer_record_after_run.json"].record')
+    assert edited.record.writes == fault.truth.agent_writes and edited.can_prove is True
