@@ -48,7 +48,8 @@ def peers_provenance() -> dict[str, Any]:
                              "or the run's PostgreSQL journal database; one executor id per cell; the restart is a "
                              "new process whose DBOS.launch() recovers the PENDING workflow; portable JSON "
                              "serializer so the saved rows read without DBOS",
-            "record": "workflow_status, workflow_input, workflow_output and operation_outputs rows of the job",
+            "record": "workflow_status, workflow_input, workflow_output and operation_outputs rows of the job, as "
+                      "each worker found and left them and as the harness read them after the last worker exited",
             "docs": DBOS_DOCS,
         },
         POWERTOOLS_IDEMPOTENT: {
@@ -61,7 +62,8 @@ def peers_provenance() -> dict[str, Any]:
                              "RedisCachePersistenceLayer on a local redis-server without persistence; a restart "
                              "that finds the record INPROGRESS invokes once more after its in-progress expiry",
             "stand_ins": "no Lambda runtime: the context object is a stand-in with the runtime's fields",
-            "record": "the job's idempotency record in Redis (stored JSON, TTL, orphan lock) before and after",
+            "record": "the job's idempotency record in Redis (stored JSON, TTL, orphan lock), as each worker found "
+                      "and left it and as the harness read it after the last worker exited",
             "docs": POWERTOOLS_DOCS,
         },
         "temporal": {"measured": False,
