@@ -317,6 +317,8 @@ def run_cell(scenario: Scenario, fault: Fault, system: str, index: int) -> dict[
         case.timeline["outage_done_at"] = time.time() if fault.outage else None
         case.restart = _run_worker(scenario, case, RESTART)
         case.timeline["restart_exit_at"] = case.restart.ended
+        reader = (peers.observe_record(case.directory, worker_env(scenario.args.journal), WORKER_TIMEOUT_SECONDS)
+                  if system in peers.SYSTEMS else None)
         observed = scenario.observe(case)
     finally:
         shutil.rmtree(case.directory, ignore_errors=True)
@@ -327,6 +329,8 @@ def run_cell(scenario: Scenario, fault: Fault, system: str, index: int) -> dict[
     if fault.pause_at is not None:
         cell["timeline"]["pause_released_at"] = case.timeline.get("pause_released_at")
         cell["pause_reached"] = case.actions["pause_reached"]
+    if reader is not None:  # the harness's own reading of the peer's record, saved as peer_record_after_run.json
+        cell["peer_record_reader"] = {"exit_code": reader.exit_code, "output": reader.output}
     timed_out = [f"{run.module} {' '.join(run.args)}" for run in (case.first, case.restart) if run.timed_out]
     if timed_out:
         cell["timed_out"] = timed_out

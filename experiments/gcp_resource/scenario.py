@@ -39,9 +39,9 @@ RECORDS = {
     INTERLOCK_TTL: "hash-chained journal: the decision, its premise, each incident check, each send and what "
                    "recovery re-checked",
     "dbos_step": "DBOS system database: the workflow's status, input and output rows and its step's checkpointed "
-                 "output (peer_record_<phase>.json)",
+                 "output (peer_record_<phase>.json, peer_record_after_run.json)",
     "powertools_idempotent": "Powertools idempotency record in Redis: status, expiry, in-progress expiry and the "
-                             "stored answer (peer_record_<phase>.json)",
+                             "stored answer (peer_record_<phase>.json, peer_record_after_run.json)",
 }
 CLAIMS = {
     "interlock": {"kind": "flock per effect, released by the kernel when its owner dies",
