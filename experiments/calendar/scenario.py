@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock import effect_id_for
+from interlock.targets.calendar import retired
 
 from experiments import harness, live, peers
 from experiments.atomic import write_json
@@ -39,7 +40,6 @@ from experiments.calendar.service import get_event, slot_events
 from experiments.calendar.systems import CLAIM_WAIT_SECONDS, SYSTEMS
 from experiments.runner import BEFORE, CRASH_MARKER, OUTAGE, PAUSED, Case, Scenario, worker_env
 from experiments.ttl_claims import TTL_SECONDS
-from interlock.targets.calendar import retired
 
 RACED_TRIALS = 200
 RACED_TIMEOUT_SECONDS = 1800.0
