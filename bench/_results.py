@@ -29,6 +29,14 @@ def provenance() -> dict[str, Any]:
     }
 
 
+RELATIONS = {">=": float.__ge__, "<=": float.__le__, "<": float.__lt__}
+
+
+def against(figure: float, relation: str, target: float) -> dict[str, Any]:
+    """A figure beside its target, and whether this run met it: every benchmark states its targets this way."""
+    return {"measured": figure, "target": f"{relation} {target}", "met": RELATIONS[relation](float(figure), target)}
+
+
 def write_result(path: Path, numbers: dict[str, Any]) -> None:
     """Write `numbers` with their provenance to `path` via a synced temporary file and a rename, so an
     interrupted run leaves the previous result whole, never half of a new one."""

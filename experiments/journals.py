@@ -16,13 +16,16 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from interlock._protocols import ClaimsLike, JournalLike
-from interlock.backends import is_postgres, open_journal, safe_address
+from interlock.addresses import is_postgres, safe_address
+from interlock.backends import open_journal
 from interlock.journal import Journal, encode
 from interlock.receipts import bundle
 
 JOURNAL_URL_ENV = "INTERLOCK_JOURNAL_URL"
 CONNECT_TIMEOUT_SECONDS = 10
 CLAIM_TTL_SECONDS = 5.0  # renewed every third of it while held, so it bounds only a holder that stopped
+# The explorer shortens it so a stopped or slow sender can outlast it within one schedule.
+CLAIM_TTL_ENV = "INTERLOCK_CLAIM_TTL"
 JSONL = {"backend": "jsonl", "where": "each gated cell's own journal.jsonl"}
 PG_CLAIM = {"kind": "a PostgreSQL lease per effect: a fencing epoch and an expiry on the database clock, renewed "
                     "while its holder works; free at once when the holder's session is gone and it had no request "
@@ -87,7 +90,12 @@ def worker_env(env: dict[str, str], url: str | None) -> dict[str, str]:
 
 def open_for_case(journal_file: Path) -> tuple[JournalLike, ClaimsLike]:
     """The journal and claims a worker of this case uses: the run's database when the runner named one."""
-    return open_journal(os.environ.get(JOURNAL_URL_ENV) or journal_file, claim_ttl=CLAIM_TTL_SECONDS)
+    return open_journal(os.environ.get(JOURNAL_URL_ENV) or journal_file, claim_ttl=claim_ttl())
+
+
+def claim_ttl() -> float:
+    """The gated workers' claim TTL: the run's default, or the one the environment names."""
+    return float(os.environ.get(CLAIM_TTL_ENV) or CLAIM_TTL_SECONDS)
 
 
 def case_bundle(journal: JournalLike, effect_id: str, journal_file: Path) -> dict[str, Any]:

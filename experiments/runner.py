@@ -21,6 +21,14 @@ A scenario is one module holding a `Scenario` subclass, run as `python -m experi
 | `finish(cells)` | the result file's scenario keys, after `open()` closed (the services still run): more trials, clean-up reports |
 | `claim_settings()`, `extra_services()` | what the provenance block says about claims and local services |
 | `add_arguments(parser)`, `full(args)` | scenario options, and whether they leave the run complete |
+| `fault_type`, `worker_args(case, phase)` | its rows' class (the explorer makes one per schedule); a command line |
+| `journal_file`, `send_log` | the gate's journal, the baselines' send log (None: they keep none) in a case |
+| `actions`, `perform(case, action, when)` | the world's two actions (the premise moves, the authority ends), now |
+| `agent_writes(case)` | the agent's committed writes (id, when the service received it), its copies live now |
+| `slow_writes(case, s)` | the service lands each agent write of the case `s` seconds after it arrived |
+| `held_writes(case)`, `release(case)` | the writes it held so far; drop the slow rule when the case ends |
+
+The crash-schedule explorer (experiments.explore) drives every scenario through this same interface.
 
 A worker is `python -m <worker> --case DIR --system S --phase decide|restart`, armed by its environment
 (experiments.crash). Every cell holds `system`, `fault`, the scenario's keys, `worker_exits` (first, restarted) and
@@ -49,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from experiments import crash, harness, journals, live, peers
+from experiments import crash, harness, journals, live, peers, planted
 from experiments.atomic import write_json
 from experiments.phases import DECIDE, RESTART
 
@@ -111,6 +119,10 @@ class Scenario:
     extra_systems: ClassVar[tuple[str, ...]] = ()
     controls: ClassVar[dict[str, tuple[str, ...]]] = {}
     faults: ClassVar[tuple[Fault, ...]]
+    fault_type: ClassVar[type[Fault]] = Fault
+    journal_file: ClassVar[str] = "journal.jsonl"
+    send_log: ClassVar[str | None] = None
+    actions: ClassVar[tuple[str, str]]
 
     def __init__(self, args: argparse.Namespace, services: live.Services, root: Path):
         self.args, self.services, self.root = args, services, root
@@ -144,6 +156,30 @@ class Scenario:
     def observe(self, case: Case) -> dict[str, Any]:
         """The cell's scenario keys, read from the service and the case directory."""
         raise NotImplementedError
+
+    def worker_args(self, case: Case, phase: str) -> list[str]:
+        """A worker's command line."""
+        return ["--case", str(case.directory), "--system", case.system, "--phase", phase]
+
+    def perform(self, case: Case, action: str, when: str) -> dict[str, Any]:
+        """Do one of `actions` now (`when` says when, for the record); a JSON record of it."""
+        raise NotImplementedError
+
+    def agent_writes(self, case: Case) -> tuple[list[tuple[str, float]], int]:
+        """The agent's writes the service committed, each with the time it received it, and how many agent copies
+        it holds now."""
+        raise NotImplementedError
+
+    def slow_writes(self, case: Case, seconds: float) -> None:
+        """Make the service land each agent write of the case `seconds` after it arrived."""
+        raise NotImplementedError(f"{self.name} has no slow service")
+
+    def held_writes(self, case: Case) -> list[dict[str, Any]]:
+        """The agent writes the slow service held so far: `{"arrived", "landed"}` each."""
+        return []
+
+    def release(self, case: Case) -> None:
+        """Drop what `slow_writes` set up for the case."""
 
     def finish(self, cells: list[dict[str, Any]]) -> dict[str, Any]:
         """The result file's scenario keys."""
@@ -233,7 +269,7 @@ def plan(scenario: type[Scenario], args: argparse.Namespace) -> list[tuple[Fault
 def worker_env(journal: str | None, **arm: str | None) -> dict[str, str]:
     """A worker's environment: this process's (the chosen services' endpoints), the run's journal, its armed faults
     and nothing armed by accident (a fault variable inherited from the caller's shell is dropped)."""
-    env = {k: v for k, v in os.environ.items() if k not in crash.VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in (*crash.VARIABLES, planted.RAISES_ENV)}
     return journals.worker_env({**env, **crash.armed(**arm)}, journal)
 
 
@@ -254,7 +290,7 @@ def _run_worker(scenario: Scenario, case: Case, phase: str) -> harness.WorkerRun
     pause = case.directory / PAUSE_FILE
     if pausing:
         arm.update(pause_at=fault.pause_at, pause_file=str(pause))
-    args = ["--case", str(case.directory), "--system", case.system, "--phase", phase]
+    args = scenario.worker_args(case, phase)
     with harness.start_worker(scenario.worker, args, worker_env(scenario.args.journal, **arm)) as worker:
         if pausing:
             reached = harness.wait_for_file(pause, worker, PAUSE_TIMEOUT_SECONDS)
@@ -281,6 +317,8 @@ def run_cell(scenario: Scenario, fault: Fault, system: str, index: int) -> dict[
         case.timeline["outage_done_at"] = time.time() if fault.outage else None
         case.restart = _run_worker(scenario, case, RESTART)
         case.timeline["restart_exit_at"] = case.restart.ended
+        reader = (peers.observe_record(case.directory, worker_env(scenario.args.journal), WORKER_TIMEOUT_SECONDS)
+                  if system in peers.SYSTEMS else None)
         observed = scenario.observe(case)
     finally:
         shutil.rmtree(case.directory, ignore_errors=True)
@@ -291,6 +329,8 @@ def run_cell(scenario: Scenario, fault: Fault, system: str, index: int) -> dict[
     if fault.pause_at is not None:
         cell["timeline"]["pause_released_at"] = case.timeline.get("pause_released_at")
         cell["pause_reached"] = case.actions["pause_reached"]
+    if reader is not None:  # the harness's own reading of the peer's record, saved as peer_record_after_run.json
+        cell["peer_record_reader"] = {"exit_code": reader.exit_code, "output": reader.output}
     timed_out = [f"{run.module} {' '.join(run.args)}" for run in (case.first, case.restart) if run.timed_out]
     if timed_out:
         cell["timed_out"] = timed_out

@@ -1,10 +1,11 @@
 """The tamper corpus: damaged copies of real journals, each labelled with what a verifier must say about it.
 
-Originals come from the published runs (results/published, shipped byte for byte), the project's own result files and journals the
-gate writes here over a FunctionTarget. Every mutant is checked twice: unsigned (the chain alone) and signed (the
-original's bundle signature or journal checkpoint kept, the mutant's entries swapped in). A mutant the library
-documents as out of reach of an unsigned chain (receipts.COVERS: a cut tail, a well-formed appended entry) must
-still be flagged once signed; every other mutant must be flagged both ways.
+Originals come from the published runs (results/published, shipped byte for byte, read through
+published_format), the project's own result files, and journals the gate writes here over a FunctionTarget, on the
+JSONL journal and on the shared PostgreSQL one (a throwaway cluster). Every mutant is checked twice: unsigned (the
+chain alone) and signed (the original's bundle signature or journal checkpoint kept, the mutant's entries swapped
+in). A mutant the library documents as out of reach of an unsigned chain (receipts.COVERS: a cut tail, a
+well-formed appended entry) must still be flagged once signed; every other mutant must be flagged both ways.
 
 `python -m experiments.tamper [--out FILE]` writes the counts per mutant kind (results/reliability/tamper.json).
 """
@@ -29,8 +30,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+import published_format
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, Premise, generate_key,
-                       public_hex, verify, verify_journal)
+                       public_hex, verify_journal)
 from interlock.canonical import entry_hash
 from interlock.kinds import COMMITTED, SENDS, open_send
 from interlock.receipts import COVERS, bundle_statement
@@ -38,6 +40,7 @@ from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
 from experiments.atomic import write_json
+from experiments.harness import provenance
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published"
@@ -73,9 +76,14 @@ class Original:
     effect_id: str | None = None
 
     @property
-    def chained(self) -> bool:
-        """New-format entries carry seq and chain across the whole journal."""
-        return any("seq" in e for e in self.entries)
+    def published(self) -> bool:
+        """The published runs' format: each effect chained on its own, no seq (published_format)."""
+        return published_format.is_published(self.entries)
+
+    def hashed(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """`entry` with the hash its original's format gives it, as a writer of the file could store it."""
+        rule = published_format.entry_hash if self.published else entry_hash
+        return {**entry, "hash": rule(entry)}
 
 
 @dataclass
@@ -166,11 +174,19 @@ class _Lost(ConnectionError):
 
 
 def gate_journal(directory: Path) -> list[dict[str, Any]]:
-    """A journal the gate writes here, holding every way an effect ends: committed, refused at submit, committed
-    after a lost answer (found by lookup, retried on a deduping target), ambiguous on a blind target, and a dispatch
-    left open then settled later, so effects interleave in the chain."""
+    """A JSONL journal the gate writes in `directory` (see `gated_entries`)."""
     directory.mkdir(parents=True, exist_ok=True)
     journal = Journal(directory / "journal.jsonl")
+    try:
+        return gated_entries(journal, None)
+    finally:
+        journal.close()
+
+
+def gated_entries(journal: Any, claims: Any) -> list[dict[str, Any]]:
+    """The entries the gate writes to `journal`, holding every way an effect ends: committed, refused at submit,
+    committed after a lost answer (found by lookup, retried on a deduping target), ambiguous on a blind target, and
+    a dispatch left open then settled later, so effects interleave in the chain."""
     store: dict[str, Any] = {}
     lookup_up = {"on": True}
     lose_next: set[str] = set()
@@ -190,7 +206,7 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
     def gate(tier: int) -> Gate:
         target = FunctionTarget(f"store-tier{tier}", send, tier=tier, find=None if tier == TIER_BLIND else find,
                                 in_flight=0.0)  # an in-process store: nothing is left in flight
-        return Gate(journal, target, claim_wait=1.0)
+        return Gate(journal, target, claims=claims, claim_wait=1.0)
 
     live = CallableLease(lambda: True, lambda: {"incident": "INC-1", "status": "open"})
     dead = CallableLease(lambda: False, lambda: {"incident": "INC-1", "status": "resolved"})
@@ -215,9 +231,7 @@ def gate_journal(directory: Path) -> list[dict[str, Any]]:
     gate(TIER_LOOKUP).submit(effect("after-the-open-one"))
     lookup_up["on"] = True
     gate(TIER_LOOKUP).submit(effect("left-open"))  # settled now, after another effect's entries
-    entries = journal.entries()
-    journal.close()
-    return entries
+    return list(journal.entries())
 
 
 def generated_originals() -> list[Original]:
@@ -227,9 +241,27 @@ def generated_originals() -> list[Original]:
     return originals_of_journal(entries, "gate journal over a FunctionTarget")
 
 
+def postgres_originals() -> list[Original]:
+    """The same gate run on the shared PostgreSQL journal (entries hashed and chained by the server), exported,
+    whole and per effect, on a throwaway cluster."""
+    from interlock.pg import PgClaims, PgJournal
+
+    from experiments.services.postgres import TempCluster
+
+    with TempCluster() as cluster:
+        journal = PgJournal(cluster.create_database("tamper"))
+        claims = PgClaims(journal)
+        try:
+            entries = gated_entries(journal, claims)
+        finally:
+            claims.close()
+            journal.close()
+    return originals_of_journal(entries, "gate journal on PostgreSQL over a FunctionTarget")
+
+
 def all_originals() -> list[Original]:
     """Every original the corpus damages."""
-    return reference_originals() + own_originals() + generated_originals()
+    return reference_originals() + own_originals() + generated_originals() + postgres_originals()
 
 
 # ---- mutants --------------------------------------------------------------------------------------------------
@@ -256,16 +288,15 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
     for length in range(n):
         yield Mutant("cut_tail", original, f"first {length} of {n} entries kept", entries[:length], UNDETECTABLE)
     for i in range(n):
-        sibling = {**copy.deepcopy(entries[i]), "ts": entries[i].get("ts", 0) + 1, "forked": True}
-        sibling["hash"] = entry_hash(sibling)
+        sibling = original.hashed({**copy.deepcopy(entries[i]), "ts": entries[i].get("ts", 0) + 1, "forked": True})
         yield Mutant("forked_chain", original, f"entries[{i}]", entries[: i + 1] + [sibling] + entries[i + 1:])
     if original.scope == "bundle":
         for k in range(1, n + 1):  # onto the whole chain, and onto each send as a crash would have left it
             if k == n or entries[k - 1].get("kind") in SENDS:
                 head = entries[:k]
-                expect = UNDETECTABLE if not original.chained or open_send(head) else FLAG
+                expect = UNDETECTABLE if original.published or open_send(head) else FLAG
                 yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
-                             head + [forged_committed(head)], expect)
+                             head + [forged_committed(original, head)], expect)
         yield Mutant("other_key", original, "signature", list(entries), UNDETECTABLE,
                      foreign=sign(keys.stranger, bundle_statement(_effect_id(original), entries)))
     else:
@@ -294,17 +325,16 @@ def perturbed(value: Any) -> Any:
     return "x"
 
 
-def forged_committed(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def forged_committed(original: Original, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """A COMMITTED that links to the last entry with a correct hash, as a writer of the file could append it."""
     last = entries[-1]
     forged: dict[str, Any] = {"ts": last.get("ts", 0) + 1, "kind": COMMITTED, "effect_id": last.get("effect_id")}
-    if "seq" in last:
+    if original.published:
+        forged.update({"result": {"forged": True}, "prev": last.get("hash")})
+    else:
         forged = {"seq": last["seq"] + 1, **forged, "via": "send", "result": {"forged": True}, "epoch": 1,
                   "prev": last.get("hash"), "effect_prev": last.get("hash")}
-    else:
-        forged.update({"result": {"forged": True}, "prev": last.get("hash")})
-    forged["hash"] = entry_hash(forged)
-    return forged
+    return original.hashed(forged)
 
 
 def _effect_deletions(original: Original) -> Iterator[Mutant]:
@@ -337,7 +367,7 @@ def flagged(mutant: Mutant, keys: Keys, *, signed: bool) -> bool:
             packed["signature"] = mutant.foreign
         elif signed:
             packed["signature"] = sign(keys.own, bundle_statement(eid, original.entries))
-        return not verify(packed, public_key=keys.public if signed else None)["valid"]
+        return not published_format.verify_record(packed, public_key=keys.public if signed else None)["valid"]
     checkpoint = mutant.foreign if mutant.foreign is not None else (
         _checkpoint(keys.own, original.entries) if signed else None)
     return not verify_journal(mutant.entries, public_key=keys.public if signed or checkpoint else None,
@@ -425,7 +455,7 @@ def sigkill_mid_append(directory: Path, runs: int = 8, entry_bytes: int = 16_000
                                  stdout=subprocess.PIPE, text=True, cwd=REPO)
         try:
             child.stdout.readline()  # type: ignore[union-attr]
-            time.sleep(0.15 + 0.037 * run)
+            _wait_for_size(path, child, entry_bytes * (run + 1) // 3)  # each run cuts at another point of a line
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait()
@@ -437,6 +467,15 @@ def sigkill_mid_append(directory: Path, runs: int = 8, entry_bytes: int = 16_000
         broken += kept != complete or not verify_journal(entries)["tamper_evident"]
         shutil.rmtree(path.parent)  # megabytes per entry: keep no run's journal
     return {"runs": runs, "runs_killed_mid_line": torn_runs, "runs_losing_a_complete_entry": broken}
+
+
+def _wait_for_size(path: Path, child: subprocess.Popen[str], size: int, timeout: float = 60) -> None:
+    """Until the appender has written `size` bytes of its journal, failing if it died first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() or path.stat().st_size < size:
+        if child.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{path}: the appender stopped before writing {size} bytes")
+        time.sleep(0.001)
 
 
 # ---- summary --------------------------------------------------------------------------------------------------
@@ -452,10 +491,13 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
         torn = torn_tail_sweep(Path(tmp))
         killed = sigkill_mid_append(Path(tmp))
     return {
-        "schema_version": 1,
+        "schema_version": 2,  # 2: a published original's format is "published", and the file says how it was made
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "provenance": provenance("python -m experiments.tamper",
+                                 {"service": "none: stored journals, and journals the gate writes here over an "
+                                             "in-process FunctionTarget"}, "none (no decisions are made)", {}),
         "covers": COVERS,
-        "sources": [{"source": o.source, "scope": o.scope, "format": "chained" if o.chained else "legacy",
+        "sources": [{"source": o.source, "scope": o.scope, "format": "published" if o.published else "chained",
                      "entries": len(o.entries)} for o in originals],
         "originals_failing_verify": originals_verify(originals, keys),
         "kinds": kinds,

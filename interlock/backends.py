@@ -7,26 +7,11 @@ claims fenced by an epoch and a lease on the database clock, shared by workers o
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit, urlunsplit
 
 from ._protocols import ClaimsLike, JournalLike
+from .addresses import is_postgres
 from .claims import FileClaims
 from .journal import Journal
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres(address: str | os.PathLike[str]) -> bool:
-    """Whether a journal address names a PostgreSQL database rather than a JSONL file."""
-    return isinstance(address, str) and address.startswith(POSTGRES_SCHEMES)
-
-
-def safe_address(url: str) -> str:
-    """A database address without its password or query (which may carry one), safe to print or store."""
-    parts = urlsplit(url)
-    userinfo, at, host = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit((parts.scheme, f"{user}@{host}" if at and user else host, parts.path, "", ""))
 
 
 def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) -> tuple[JournalLike, ClaimsLike]:

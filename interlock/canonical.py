@@ -1,4 +1,13 @@
-"""The one byte encoding every hash in Interlock is computed over."""
+"""The one byte encoding every hash in Interlock is computed over, and the journal line laid out so a reader can
+check it over the line's own bytes.
+
+An entry's hash is sha256 over the canonical form of the entry without its `hash` field. The JSONL journal writes
+each line as exactly that canonical form with the hash appended as its last field, at a fixed distance from the
+line's end: `<canonical body without its closing brace>,"hash":"<64 hex>"}`. Checking a stored line therefore
+hashes the bytes before the hash field, closed by `}`, with no parse and no re-encoding; any line not laid out
+that way (written by another tool, or edited) is checked by re-encoding its content canonically, so both readings
+apply the one rule.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +47,37 @@ def entry_hash(entry: dict[str, Any]) -> str:
     body = dict(entry)
     body.pop("hash", None)
     return hashlib.sha256(canonical_bytes(body)).hexdigest()
+
+
+HASH_FIELD = b',"hash":"'
+HASH_SUFFIX = len(HASH_FIELD) + 64 + len(b'"}')  # the hash field and the closing brace, at the end of every line
+
+
+def sealed_line(body: dict[str, Any]) -> tuple[str, bytes]:
+    """(hash, line) of an entry `body` (every field but `hash`): the line is its canonical form with the hash as its
+    last field and a newline, so the hash is computed once, over the very bytes written."""
+    raw = canonical_bytes(body)
+    digest = hashlib.sha256(raw).hexdigest()
+    return digest, raw[:-1] + HASH_FIELD + digest.encode() + b'"}\n'
+
+
+def line_hash(raw: bytes) -> bytes | None:
+    """The hash a stored line (without its newline) carries at the fixed place, when it is the hash of the bytes
+    before it closed by `}`; None when the line is not laid out that way or its bytes do not hash to it."""
+    if raw[-HASH_SUFFIX:-66] != HASH_FIELD or raw[-2:] != b'"}':
+        return None
+    stored = raw[-66:-2]
+    return stored if hashlib.sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest().encode() == stored else None
+
+
+def line_holds(raw: bytes, entry: dict[str, Any]) -> bool:
+    """Whether the stored line `raw`, parsed as `entry`, carries the hash of its content: over its bytes when it is
+    laid out as the journal writes it, else by re-encoding `entry` canonically."""
+    stored = entry.get("hash")
+    if (type(stored) is str and raw.endswith(b'%s%s"}' % (HASH_FIELD, stored.encode()))
+            and hashlib.sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == stored):
+        return True
+    return hash_holds(entry)
 
 
 def digest(obj: Any) -> str:

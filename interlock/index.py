@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from array import array
 from dataclasses import dataclass
 from typing import Iterable
 
+BUILD_CACHE_KIB = 65_536  # a long read's transaction keeps its pages in memory instead of rewriting them
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS entry (effect_id TEXT NOT NULL, offset INTEGER NOT NULL,
-                                  PRIMARY KEY (effect_id, offset)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entries (effect_id TEXT NOT NULL, first INTEGER NOT NULL, offsets BLOB NOT NULL,
+                                    PRIMARY KEY (effect_id, first)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS open_effect (effect_id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS covered (one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL,
                                     offset INTEGER NOT NULL, head TEXT, signature TEXT);
@@ -72,30 +74,63 @@ class EffectIndex:
         db = self._open(create=False)
         if db is None:
             return []
-        rows = db.execute("SELECT offset FROM entry WHERE effect_id = ? AND offset < ? ORDER BY offset",
-                          (effect_id, below)).fetchall()
-        return [row[0] for row in rows]
+        found = array("q")
+        for (packed,) in db.execute("SELECT offsets FROM entries WHERE effect_id = ? AND first < ? ORDER BY first",
+                                    (effect_id, below)):
+            found.frombytes(packed)
+        return [offset for offset in found if offset < below]
 
     def open_effects(self) -> list[str]:
         """Effects whose send was open at the covered checkpoint."""
         db = self._open(create=False)
         return [] if db is None else [row[0] for row in db.execute("SELECT effect_id FROM open_effect ORDER BY 1")]
 
-    def advance(self, entries: Iterable[tuple[str, int]], opened: Iterable[str], settled: Iterable[str],
-                checkpoint: Checkpoint) -> None:
-        """Add entries (effect id, offset), record which effects are now open or settled, and move the covered
-        checkpoint, all in one transaction."""
+    def begin(self) -> None:
+        """Start one transaction that the next advances join, for a long read; `commit` or `rollback` ends it.
+        Until then other processes see the index as it was, and this one sees what it added."""
         db = self._open(create=True)
         assert db is not None
+        db.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KIB}")
+        db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        """End the transaction `begin` started, keeping what it added."""
+        self._end("COMMIT")
+
+    def rollback(self) -> None:
+        """End the transaction `begin` started, dropping what it added."""
+        self._end("ROLLBACK")
+
+    def _end(self, how: str) -> None:
+        assert self._db is not None
+        if self._db.in_transaction:
+            self._db.execute(how)
+        self._db.execute("PRAGMA cache_size = -2000")
+
+    def advance(self, entries: Iterable[tuple[str, list[int]]], opened: Iterable[str], settled: Iterable[str],
+                checkpoint: Checkpoint) -> None:
+        """Add entries (an effect id and where its entries since the last advance start), record which effects are now open or settled, and move the covered
+        checkpoint, all in one transaction (the one `begin` started, if one is open: it ends with `commit`)."""
+        db = self._open(create=True)
+        assert db is not None
+        if db.in_transaction:
+            self._write(db, entries, opened, settled, checkpoint)
+            return
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT OR IGNORE INTO entry VALUES (?, ?)", entries)
-            db.executemany("INSERT OR IGNORE INTO open_effect VALUES (?)", ((e,) for e in opened))
-            db.executemany("DELETE FROM open_effect WHERE effect_id = ?", ((e,) for e in settled))
-            db.execute("INSERT OR REPLACE INTO covered VALUES (1, ?, ?, ?, ?)",
-                       (checkpoint.seq, checkpoint.offset, checkpoint.head,
-                        json.dumps(checkpoint.signature) if checkpoint.signature else None))
+            self._write(db, entries, opened, settled, checkpoint)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, entries: Iterable[tuple[str, list[int]]], opened: Iterable[str],
+               settled: Iterable[str], checkpoint: Checkpoint) -> None:
+        db.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?, ?)",
+                       ((eid, offsets[0], array("q", offsets).tobytes()) for eid, offsets in entries))
+        db.executemany("INSERT OR IGNORE INTO open_effect VALUES (?)", ((e,) for e in opened))
+        db.executemany("DELETE FROM open_effect WHERE effect_id = ?", ((e,) for e in settled))
+        db.execute("INSERT OR REPLACE INTO covered VALUES (1, ?, ?, ?, ?)",
+                   (checkpoint.seq, checkpoint.offset, checkpoint.head,
+                    json.dumps(checkpoint.signature) if checkpoint.signature else None))

@@ -22,16 +22,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .canonical import entry_hash, hash_holds, loads
+from .canonical import HASH_FIELD, canonical_bytes, line_holds, loads, sealed_line
+from .collector import collector_paused
 from .errors import ClaimLost, JournalCorrupt
 from .index import Checkpoint, EffectIndex
-from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, send_open_after, settles
+from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, SENDS, send_open_after, settles
 from .segments import SegmentFiles, line_at, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .witness import Mark, Witness, differs, disagreement
 
 
-@dataclass
+@dataclass(slots=True)
 class EffectRecord:
     """What the journal knows about one effect, kept in memory so a lookup never rescans the file."""
 
@@ -52,7 +53,7 @@ class EffectRecord:
         self.open_dispatch = send_open_after(self.open_dispatch, kind)
         if kind == PROPOSED:
             self.payload_hash = entry.get("payload_hash")
-        elif settles(entry):
+        elif kind in RESOLUTIONS and settles(entry):
             self.resolution = entry
 
 
@@ -73,6 +74,12 @@ def plain(data: dict[str, Any]) -> dict[str, Any]:
 def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
            record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
     """`seal` for data that is already `plain`."""
+    return laid_out(kind, effect_id, data, seq=seq, prev=prev, record=record, late=late)[0]
+
+
+def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
+             record: EffectRecord | None, late: bool = False) -> tuple[dict[str, Any], bytes]:
+    """The sealed entry and its journal line, the hash computed once over the bytes the line holds."""
     if kind not in KINDS:
         raise ValueError(f"unknown journal kind {kind!r}")
     if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):
@@ -82,13 +89,15 @@ def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: s
     entry.update(data)
     entry["prev"] = prev
     entry["effect_prev"] = record.last_hash if record else None
-    entry["hash"] = entry_hash(entry)
-    return entry
+    entry["hash"], line = sealed_line(entry)
+    return entry, line
 
 
 def encode(entry: dict[str, Any]) -> bytes:
-    """One journal line, exactly as every backend stores it."""
-    return (json.dumps(entry, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+    """One sealed entry as a journal line, exactly as the JSONL journal stores it (see `interlock.canonical`)."""
+    body = dict(entry)
+    stored = str(body.pop("hash"))
+    return canonical_bytes(body)[:-1] + HASH_FIELD + stored.encode() + b'"}\n'
 
 
 CHECKPOINT_EVERY = 10_000
@@ -98,9 +107,20 @@ class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
 
     Every process appends under an exclusive flock and first reads whatever other processes appended since
-    its last look, so an append costs O(entries added by others), never O(journal size). The fsync that makes an
-    entry durable runs after the lock is released, so appends from many threads and processes share one flush
-    (group commit) while each append still returns only once its own entry is on disk.
+    its last look, so an append costs O(entries added by others), never O(journal size).
+
+    Durability: an append returns once its line is written, visible to every process and kept by the kernel
+    whatever happens to the writer (SIGKILL included). A send (DISPATCHED, REDISPATCHED) is also on disk before
+    its append returns, because the request follows it and recovery must find it after a power loss; every
+    other entry becomes durable with the next flush of the file (the next send of any process, a checkpoint, a
+    roll, `flush()`, `close()`), which covers every byte written before it. What a power loss can take is then
+    only entries after the last send or flush: a PROPOSED or AUTHORIZED that is proposed again, and a resolution
+    (COMMITTED, REFUSED, AMBIGUOUS) whose send is left open, which recovery settles by looking the effect up before
+    it sends anything. (The disk may also write out the unflushed bytes out of order; a power loss that leaves more
+    than a torn last line behind the last flush makes opening refuse the journal as damaged, never guess.) So a
+    gated effect costs one fsync, the one before its request. That fsync runs after the lock is released, so sends
+    from many threads and processes share one flush (group commit). Each line is laid out as `interlock.canonical`
+    describes, so a reader checks its hash over the bytes it read.
 
     Every `checkpoint_every` entries it has seen, a process moves the index and writes a checkpoint (signed with
     `key` when one is given, and then checked against it on every open), so memory holds only the effects touched
@@ -122,8 +142,10 @@ class Journal:
         self._line = 0
         self._seq = -1
         self._last: str | None = None
-        self._tip: Mark | None = None
-        self._durable = 0
+        self._tip_start = 0  # where the last entry this process has seen starts, and its predecessor's hash
+        self._tip_prev: str | None = None
+        self._durable = 0  # the end of what this process knows is on disk
+        self._written = 0  # the end of the last line this process wrote
         self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`
         self._tail_start = 0  # the index holds every entry before this byte
         self._tail_entries = 0
@@ -152,7 +174,9 @@ class Journal:
         return Path(f"{self.path}.checkpoints")
 
     def close(self) -> None:
-        """Release the files."""
+        """Make what this process appended durable, then release the files."""
+        if self._durable < self._written and hasattr(self, "_witness"):
+            self._make_durable(self._tip)
         os.close(self._lock)
         for side in ("_files", "_witness", "_index"):
             if hasattr(self, side):
@@ -175,6 +199,7 @@ class Journal:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:
+            self._read_ahead()
             fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
                 self._catch_up(None, None)
@@ -183,13 +208,23 @@ class Journal:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def refresh(self) -> None:
-        """Read entries other processes appended since this process last looked."""
+        """Read entries other processes appended since this process last looked: without the journal's lock when
+        every line to the file's end checks out and the file was not rolled, else under it."""
+        with self._mutex:
+            if self._read_ahead() and not self._files.rolled_away():
+                return
         with self._locked():
             pass
 
+    @property
+    def _tip(self) -> Mark:
+        """The last entry this process has seen, as the witness records it."""
+        return Mark(self._seq, self._tip_start, self._offset, str(self._last), self._tip_prev)
+
     def append(self, kind: str, effect_id: str, data: dict[str, Any], *,
                holds: Callable[[], bool] | None = None) -> dict[str, Any]:
-        """Durably append one entry (on disk before returning) and return it as stored.
+        """Append one entry and return it as stored; a send is on disk before this returns, any other entry with
+        the next flush (see the class's durability contract).
 
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution. `holds` (the writer's claim
@@ -202,19 +237,25 @@ class Journal:
             late = holds is not None and not holds()
             if late and kind not in RESOLUTIONS:
                 raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
-            entry = sealed(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record, late=late)
-            line = encode(entry)
+            entry, line = laid_out(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record,
+                                   late=late)
             start = self._offset
             os.write(self._files.fd, line)
             self._take(entry, record, start, start + len(line))
+            self._written = self._offset
             mark = self._tip
             if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
                 self._files.roll()
             if self._tail_entries >= self._checkpoint_every:
                 self._checkpoint(self._key)
-        assert mark is not None  # `_take` just set it
-        self._make_durable(mark)
+        if entry["kind"] in SENDS:
+            self._make_durable(mark)
         return entry
+
+    def flush(self) -> None:
+        """Make every entry this process has appended or seen durable now (a send already is)."""
+        if self._durable < self._written:
+            self._make_durable(self._tip)
 
     def checkpoint(self, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
         """Bring the index up to the journal's end and record a checkpoint there (signed with `key`, else with
@@ -249,7 +290,6 @@ class Journal:
         anything unclear falls back to this process's own last entry."""
         with self._mutex:  # the descriptor may be swapped by this process's own roll
             tip = self._tip
-            assert tip is not None
             end = self._files.size()
             start, entry = self._entry_ending_at(end) if end > tip.end else (end, None)
         if entry is None or type(entry.get("seq")) is not int or type(entry.get("hash")) is not str:
@@ -335,7 +375,7 @@ class Journal:
                                  f"({self._index.path}): the journal was rewritten")
         self._seq, self._last, self._line = covered.seq, covered.head, covered.seq + 1
         self._offset = self._tail_start = covered.offset
-        self._tip = Mark(covered.seq, start, covered.offset, str(covered.head), entry.get("prev"))
+        self._tip_start, self._tip_prev = start, entry.get("prev")
 
     def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
         """Read and check every complete line past what this process has seen. At open, also hold the journal to
@@ -345,24 +385,63 @@ class Journal:
         size = self._files.size()
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
+        with collector_paused():
+            self._read(size, witnessed, checkpoint)
+
+    def _read(self, size: int, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
         scanned_from = self._offset
         tail = b""
-        for raw, tail in lines(self._files.pread, self._offset, size):
-            if raw is None:
-                break
-            entry, record = self._parse(raw)
-            if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset, head=entry["hash"]):
-                raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
-                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
-            self._take(entry, record, self._offset, self._offset + len(raw) + 1)
-            if self._tail_entries >= self._checkpoint_every:
-                self._checkpoint(self._key)  # a long read (a first open, a reader behind busy writers) stays flat
-        if witnessed is not None:
-            self._hold(witnessed, scanned_from)
-        if checkpoint is not None:
-            self._reaches(checkpoint)
-        if tail:
-            self._set_aside_torn(tail, self._offset)
+        building = False  # a long read (a first open, a reader behind busy writers) moves the index as it goes,
+        # so memory stays flat, in one transaction committed with the checkpoint once every check passed
+        try:
+            for raw, tail in lines(self._files.pread, self._offset, size):
+                if raw is None:
+                    break
+                entry, record = self._parse(raw)
+                if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset,
+                                                     head=entry["hash"]):
+                    raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
+                                         f"witness {self._witness.path} saw written (the journal was rewritten)")
+                self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+                if self._tail_entries >= self._checkpoint_every:
+                    if not building:
+                        self._index.begin()
+                        building = True
+                    self._move_index(Checkpoint(self._seq, self._offset, self._last))
+            if witnessed is not None:
+                self._hold(witnessed, scanned_from)
+            if checkpoint is not None:
+                self._reaches(checkpoint)
+            if tail:
+                self._set_aside_torn(tail, self._offset)
+            if building:
+                self._checkpoint(self._key)
+        except BaseException:
+            if building:
+                self._index.rollback()
+            raise
+
+    def _read_ahead(self) -> bool:
+        """Check and fold, before taking the journal's lock, every complete line other processes have appended: the
+        lines before the file's current end are whole and never change, so the lock then covers only what arrives
+        meanwhile, and many processes catch up at once instead of one after another. A line that does not check
+        out here is left for the read under the lock, which decides (and refuses a damaged journal). True when it
+        reached the end with nothing left over."""
+        end = self._files.size()
+        if end < self._offset:
+            return False
+        with collector_paused():
+            for raw, tail in lines(self._files.pread, self._offset, end):
+                if raw is None:
+                    return not tail
+                try:
+                    entry, record = self._parse(raw)
+                except JournalCorrupt:
+                    return False
+                self._take(entry, record, self._offset, self._offset + len(raw) + 1)
+                if self._tail_entries >= self._checkpoint_every:
+                    return False  # the index moves only under the lock: the rest is read there, memory stays flat
+        return True
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
         if witnessed.end <= scanned_from:
@@ -393,12 +472,8 @@ class Journal:
         os.fdatasync(self._files.fd)  # the index and the checkpoint never cover what the disk might not hold
         signature = sign(key, checkpoint_statement(self._seq, self._last)) if key is not None else None
         checkpoint = Checkpoint(self._seq, self._offset, self._last, signature)
-        covered = self._index.covered()
-        floor = covered.offset if covered is not None else 0
-        rows = [(eid, at) for eid, record in self._tail.items() for at in record.offsets if at >= floor]
-        opened = [eid for eid, record in self._tail.items() if record.open_dispatch]
-        settled = [eid for eid, record in self._tail.items() if not record.open_dispatch]
-        self._index.advance(rows, opened, settled, checkpoint)
+        self._move_index(checkpoint)
+        self._index.commit()  # a long read's transaction, if one is open, ends with its checkpoint
         line: dict[str, Any] = {"seq": checkpoint.seq, "head": checkpoint.head, "offset": checkpoint.offset}
         if signature is not None:
             line["signature"] = signature
@@ -406,8 +481,19 @@ class Journal:
             f.write(json.dumps(line) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
         return line
+
+    def _move_index(self, checkpoint: Checkpoint) -> None:
+        """Hand every entry read since the index's checkpoint to the index, which then covers `checkpoint`, and
+        forget them here (committed now, or with the checkpoint that ends a long read)."""
+        covered = self._index.covered()
+        floor = covered.offset if covered is not None else 0
+        rows = sorted((eid, kept) for eid, record in self._tail.items()
+                      if (kept := [at for at in record.offsets if at >= floor]))
+        opened = [eid for eid, record in self._tail.items() if record.open_dispatch]
+        settled = [eid for eid, record in self._tail.items() if not record.open_dispatch]
+        self._index.advance(rows, opened, settled, checkpoint)
+        self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
@@ -418,42 +504,50 @@ class Journal:
         os.fsync(self._files.fd)
         self.torn.append(tail.decode("utf-8", "replace"))
 
+    def _where(self) -> str:
+        return f"{self.path}:{self._line + 1}"
+
     def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
-        where = f"{self.path}:{self._line + 1}"
         try:
             entry = loads(raw)
         except ValueError as exc:
-            raise JournalCorrupt(f"{where}: not a JSON line ({getattr(exc, 'msg', exc)})") from None
-        if not isinstance(entry, dict):
-            raise JournalCorrupt(f"{where}: entry is not a JSON object")
-        for key, kind in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
-            if not isinstance(entry.get(key), kind):
-                raise JournalCorrupt(f"{where}: field {key!r} missing or of the wrong type")
-        if entry["kind"] not in KINDS:
-            raise JournalCorrupt(f"{where}: unknown kind {entry['kind']!r}")
-        if entry["seq"] != self._seq + 1:
-            raise JournalCorrupt(f"{where}: seq {entry['seq']} where {self._seq + 1} was expected")
-        if entry.get("prev") != self._last:
-            raise JournalCorrupt(f"{where}: prev does not link to the entry before it")
+            raise JournalCorrupt(f"{self._where()}: not a JSON line ({getattr(exc, 'msg', exc)})") from None
+        if type(entry) is not dict:
+            raise JournalCorrupt(f"{self._where()}: entry is not a JSON object")
+        get = entry.get
+        seq, kind, ts = get("seq"), get("kind"), get("ts")
+        if (type(seq) is not int or type(kind) is not str or type(get("effect_id")) is not str
+                or type(get("hash")) is not str or type(ts) not in (int, float)):
+            for key, want in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
+                if not isinstance(get(key), want) or type(get(key)) is bool:
+                    raise JournalCorrupt(f"{self._where()}: field {key!r} missing or of the wrong type")
+        if kind not in KINDS:
+            raise JournalCorrupt(f"{self._where()}: unknown kind {kind!r}")
+        if seq != self._seq + 1:
+            raise JournalCorrupt(f"{self._where()}: seq {seq} where {self._seq + 1} was expected")
+        if get("prev") != self._last:
+            raise JournalCorrupt(f"{self._where()}: prev does not link to the entry before it")
         # An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
         # entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look.
-        effect_prev = entry.get("effect_prev")
-        record = self._record(entry["effect_id"]) if effect_prev is not None else self._tail.get(entry["effect_id"])
+        effect_prev = get("effect_prev")
+        eid: str = entry["effect_id"]
+        record = self._tail.get(eid)
+        if record is None and effect_prev is not None:
+            record = self._stored(eid)
         if effect_prev != (record.last_hash if record else None):
-            raise JournalCorrupt(f"{where}: effect_prev does not link to the effect's previous entry")
-        if not hash_holds(entry):
-            raise JournalCorrupt(f"{where}: hash does not match the entry's content")
+            raise JournalCorrupt(f"{self._where()}: effect_prev does not link to the effect's previous entry")
+        if not line_holds(raw, entry):
+            raise JournalCorrupt(f"{self._where()}: hash does not match the entry's content")
         return entry, record
 
     def _take(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
         """Fold a checked entry into the effect it belongs to and move the head past it."""
-        eid = entry["effect_id"]
         if record is None:
-            record = EffectRecord(eid)
-        self._tail[eid] = record
+            record = EffectRecord(entry["effect_id"])
+        self._tail[record.effect_id] = record
         record.add(entry, start)
         self._tail_entries += 1
-        self._tip = Mark(entry["seq"], start, end, entry["hash"], entry["prev"])
+        self._tip_start, self._tip_prev = start, entry["prev"]
         self._seq, self._last, self._offset = entry["seq"], entry["hash"], end
         self._line += 1
 

@@ -16,8 +16,6 @@ LATE_RESULT = "LATE_RESULT"
 KINDS = frozenset({PROPOSED, AUTHORIZED, DISPATCHED, REDISPATCHED, COMMITTED, REFUSED, AMBIGUOUS, LATE_RESULT})
 SENDS = frozenset({DISPATCHED, REDISPATCHED})
 RESOLUTIONS = frozenset({COMMITTED, REFUSED, AMBIGUOUS})
-# Kinds the published run documented; a legacy bundle may carry them although this gate never writes them.
-LEGACY_KINDS = frozenset({"ESCALATED", "DECIDED", "CONFIRMED"})
 
 
 def send_open_after(pending: bool, kind: Any) -> bool:

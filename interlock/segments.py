@@ -83,14 +83,17 @@ class SegmentFiles:
         """The logical end of the journal: the live segment's base plus its length."""
         return self.base + os.fstat(self.fd).st_size
 
+    def rolled_away(self) -> bool:
+        """Whether another process rolled the live segment this process has open."""
+        try:
+            return os.stat(self.path).st_ino != os.fstat(self.fd).st_ino
+        except FileNotFoundError:
+            return True
+
     def follow(self) -> None:
         """Switch to the live segment another process started, if it rolled the one this process had open.
         Call under the journal's lock, so no roll is half done."""
-        try:
-            moved = os.stat(self.path).st_ino != os.fstat(self.fd).st_ino
-        except FileNotFoundError:
-            moved = True
-        if moved:
+        if self.rolled_away():
             os.close(self.fd)
             self._open_live()
 
@@ -163,7 +166,8 @@ def lines(read: Reader, start: int, end: int) -> Iterator[tuple[bytes | None, by
         position += len(block)
         pieces = (carry + block).split(b"\n")
         carry = pieces.pop()
-        yield from ((piece, b"") for piece in pieces)
+        for piece in pieces:
+            yield piece, b""
     yield None, carry
 
 

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import judge, record, score
+from . import judge, peers, record, score
 from .disagreements import disagreements
 from .faults import fault_of
 from .load import Node, read
@@ -62,8 +62,8 @@ def _gcp_cell(cell: Node, system: str) -> dict[str, Any]:
     log: Any = []
     if system.startswith(GATE):
         says, receipt = record.gate_record(journal, artifacts.child_path("journal.jsonl"))
-    elif system in record.PEERS:
-        says, receipt = record.peer_record(artifacts, system), None
+    elif system in peers.PEERS:
+        says, receipt = peers.peer_record(artifacts, system), None
     else:
         lines = artifacts.at("log.jsonl").items()
         says, receipt = record.baseline_record(lines, artifacts.child_path("log.jsonl")), None
@@ -93,9 +93,9 @@ def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
         bundle = evidence.at("receipt_bundle")
         journal = _entries(bundle.at("entries"))
         says, receipt = record.gate_record(journal, bundle.path)
-    elif system in record.PEERS:
+    elif system in peers.PEERS:
         files = evidence.opt_node("case_files") or evidence
-        says, receipt = record.peer_record(files, system), None
+        says, receipt = peers.peer_record(files, system), None
     else:
         lines = record.worker_log_lines(evidence.at("worker_log"))
         source = f"{evidence.path}.worker_log+result_file"
@@ -187,7 +187,7 @@ def _provenance(top: Node, scenario: str) -> Provenance:
         published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
         versions=node.opt("versions", "object", {}), commit=_commit(node),
-        claim=node.opt("claim", "object", {}), extra=extra,
+        claim=node.opt("claim", "object", {}), extra=extra, peers=node.opt("peers", "object", {}),
     )
 
 

@@ -35,6 +35,7 @@ class Provenance:
     commit: str | None = None
     claim: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)  # other top-level facts (bucket, project, calendar, ...)
+    peers: Mapping[str, Any] = field(default_factory=dict)  # per peer: versions, configuration, documentation cited
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class RecordSays:
     unresolved_sends: int  # sends with no result and nothing later covering them
     chain_valid: bool | None  # the gate's hash chain verified (None: the record has no chain)
     reason: str | None  # why `writes` is unknown, or None when the record establishes a list
+    shown: tuple[tuple[str, str], ...] = ()  # a peer's record as read, (field, value), for its cell page
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class Cell:
     truth: GroundTruth
     record: RecordSays
     proof: Proof
-    receipt: Mapping[str, Any] | None  # interlock.receipts.verify() result for the gate's effect
+    receipt: Mapping[str, Any] | None  # published_format.verify_record() result for the gate's effect
     journal: tuple[Mapping[str, Any], ...]  # the gate's full journal entries (empty for baselines)
     worker_log: Any  # gcp: parsed log.jsonl lines; calendar: the worker log text (untrusted)
     ids: Any  # as stored in the cell (gcp: object; calendar: one string)

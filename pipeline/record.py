@@ -1,8 +1,8 @@
 """record_says: what each system's own record establishes, read without looking at the service.
 
 Baselines keep a log of sends (each with the check it made) and results; the gate keeps a hash-chained journal
-whose list of writes counts only when the chain verifies; a peer (DBOS, Powertools) keeps its own record, saved
-beside the cell, which this pipeline does not read a write list from.
+whose list of writes counts only when the chain verifies; a peer (DBOS, Powertools) keeps its own record, read by
+`pipeline.peers`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from interlock.receipts import verify
+from published_format import verify_record
 
 from .load import Node
 from .model import RecordSays
@@ -109,7 +109,7 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         return RecordSays(source, None, (), 0, 0, None, 0, None, "the journal is empty"), None
     effect_id = entries[0].get("effect_id")
     mine = [e for e in entries if e.get("effect_id") == effect_id]
-    receipt = verify({"effect_id": effect_id, "entries": mine})
+    receipt = verify_record({"effect_id": effect_id, "entries": mine})
     proposed = next((e for e in mine if e.get("kind") == "PROPOSED"), {})
     actor = proposed.get("agent") if isinstance(proposed.get("agent"), str) else None
     checks, sends, unchecked = [], 0, 0
@@ -144,16 +144,3 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         if write is not None and write not in writes:
             writes.append(write)
     return says(tuple(writes), None), receipt
-
-
-PEERS = {"dbos_step": "DBOS system database rows", "powertools_idempotent": "Powertools idempotency record"}
-PEER_RECORD = "peer_record_restart.json"
-
-
-def peer_record(files: Node, system: str) -> RecordSays:
-    """What a peer's saved record establishes here: nothing yet, said as such (never read as an empty log)."""
-    source = files.child_path(PEER_RECORD)
-    kept = files.has(PEER_RECORD)
-    why = (f"this pipeline reads no write list from the peer's own record ({PEERS[system]}) yet" if kept
-           else f"the cell keeps no record of the peer ({PEERS[system]})")
-    return RecordSays(source, None, (), 0, 0, None, 0, None, why)

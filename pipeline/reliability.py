@@ -86,6 +86,7 @@ class Exploration:
     history_check: str | None = None  # the command that re-counts the file from its stored history
     # what the hazard did, per aspect: ("system: what happened", runs), e.g. a held worker reached or not
     hazard_effects: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -134,11 +135,12 @@ class Reliability:
 
     def by_scenario(self) -> list[tuple[str, list[Exploration]]]:
         """The explorations grouped by scenario, in file order: one overview table per scenario, a column per
-        hazard and journal."""
+        hazard and journal, the file journal's first and the plain crash schedules first on each journal."""
         grouped: dict[str, list[Exploration]] = {}
         for run in self.explorations:
             grouped.setdefault(run.scenario, []).append(run)
-        return list(grouped.items())
+        return [(scenario, sorted(runs, key=lambda r: (r.journal != "jsonl", r.hazard != "crash")))
+                for scenario, runs in grouped.items()]
 
 
 def _example(node: Node) -> Example:
@@ -170,6 +172,8 @@ def exploration(path: Path, shown: str) -> Exploration:
     systems = top.at("systems")
     hazard = top.opt_node("hazard")
     history = top.opt_node("history")
+    seeds = top.opt_node("seeds")
+    stopped = seeds is not None and seeds.opt("stopped_at_deadline", "boolean", False)
     return Exploration(
         scenario=top.get("scenario", "string"), source=shown, generated=top.get("generated", "string"),
         command=top.get("command", "string"), services=top.opt("services", "string", "not recorded"),
@@ -181,6 +185,7 @@ def exploration(path: Path, shown: str) -> Exploration:
         journal=hazard.opt("journal", "string", "jsonl") if hazard else "jsonl",
         history_check=history.opt("check", "string") if history else None,
         hazard_effects=_effects(top.opt_node("hazard_effects")),
+        planned=seeds.get("planned", "integer") if stopped else None,
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from experiments import crash
-from interlock import Effect, FunctionTarget, Gate
+from interlock import Effect, FunctionTarget, Gate, InterlockError
 from interlock.backends import open_journal
 from interlock.targets.base import TIER_LOOKUP, Rejected
 
@@ -138,7 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(keys)
     for key in keys:
-        outcome = gate.submit(effect_for(key))
+        try:
+            outcome = gate.submit(effect_for(key))
+        except InterlockError as exc:  # what the caller is told: the library's error, and what it knows of the send
+            print(json.dumps({"key": key, "status": None, "error": type(exc).__name__,
+                              "sent": getattr(exc, "sent", None), "message": str(exc), "pid": os.getpid()}),
+                  flush=True)
+            continue
         print(json.dumps({"key": key, "effect_id": outcome.effect_id, "status": outcome.status, "pid": os.getpid()}),
               flush=True)
     return 0
@@ -197,8 +203,8 @@ def finish(proc: subprocess.Popen, timeout: float = 120) -> list[dict[str, Any]]
 
 
 def statuses(proc: subprocess.Popen) -> list[str]:
-    """The statuses a worker reported, in order."""
-    return [o["status"] for o in finish(proc)]
+    """The statuses a worker reported, in order (an error's name where the caller got an error)."""
+    return [o["status"] or o["error"] for o in finish(proc)]
 
 
 def resolutions(journal: Any, effect_id: str) -> list[dict[str, Any]]:

@@ -28,3 +28,21 @@ def test_a_result_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path)
     with pytest.raises(TypeError):
         write_result(path, {"figure": object()})
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["gate.json"]
+
+
+def test_a_throughput_run_times_every_effect_and_fails_when_one_does_not_go_through(tmp_path):
+    from bench._throughput import run_workers
+    from bench.gate import submitter
+
+    journal = str(tmp_path / "journal.jsonl")
+    first = run_workers(submitter, (journal,), 2, 8, "run")
+    assert len(first.latencies) == 8 and first.effects_per_second > 0 and first.cpu_seconds_per_effect > 0
+    with pytest.raises(RuntimeError, match="a benchmark worker failed"):
+        run_workers(submitter, (journal,), 2, 8, "run")  # the same keys again: each is a duplicate, not a commit
+
+
+def test_a_figure_stands_beside_its_target_and_whether_it_was_met():
+    from bench._results import against
+
+    assert against(0.35, "<=", 0.2) == {"measured": 0.35, "target": "<= 0.2", "met": False}
+    assert against(3.5, ">=", 1.5)["met"] and against(0.025, "<", 0.5)["met"]

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from experiments import crash
 from experiments.explore import HAZARDS, VIOLATIONS, check, result_name, schedule_for
 from experiments.explore.hazards import SHORT_TTL
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
-from experiments.explore.schedules import ACTIONS, HELD_POINTS, MAX_RECOVERERS, SYSTEMS
+from experiments.explore.schedules import ACTIONS, HELD_POINTS, MAX_RECOVERERS, SCENARIOS, SYSTEMS
 from experiments.explore.tally import Tally
 from interlock import Journal
 
@@ -77,9 +80,11 @@ def test_cut_journals_and_raising_sends_cover_their_range():
     assert {s.raises for s in _drawn("send_raises")} == {"before_request", "after_apply"}
 
 
+def test_every_hazard_runs_on_every_scenario():
+    assert all(set(kind.scenarios) == set(SCENARIOS) for kind in HAZARDS.values())
+
+
 def test_a_hazard_does_not_run_where_it_cannot_strike():
-    with pytest.raises(ValueError, match="slow_service"):
-        schedule_for("gcp_resource", 0, "slow_service")
     with pytest.raises(ValueError, match="session_terminated"):
         schedule_for("ledger", 0, "session_terminated", "jsonl")
     done = subprocess.run([sys.executable, "-m", "experiments.explore", "--hazard", "journal_cut", "--journal",
@@ -272,7 +277,9 @@ def test_the_counts_come_back_from_the_stored_history_alone(short_run):
 
 HAZARD_RUNS = [("gcp_resource", "sigstop", "jsonl"), ("calendar", "journal_cut", "jsonl"),
                ("ledger", "slow_service", "jsonl"), ("ledger", "send_raises", "jsonl"),
-               ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql")]
+               ("gcp_resource", "slow_service", "jsonl"), ("calendar", "send_raises", "jsonl"),
+               ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql"),
+               ("calendar", "server_restart", "postgresql"), ("gcp_resource", "slow_send_past_ttl", "postgresql")]
 
 
 @pytest.mark.parametrize(("scenario", "hazard", "journal"), HAZARD_RUNS)
@@ -290,6 +297,38 @@ def test_a_hazard_run_stores_a_row_per_run_and_counts_it_per_system(tmp_path, sc
         counts = summary["systems"][system]
         assert counts["held"] + counts["violated"] + counts["violated_in_window"] == HAZARD_RUN
     assert summary["hazard_effects"], "the hazard's own effect on each run is recorded"
+
+
+def test_a_server_restart_strikes_only_the_run_that_holds_the_cluster(tmp_path):
+    _explore(tmp_path, "--scenario", "ledger", "--hazard", "server_restart", "--journal", "postgresql",
+             "--schedules", "4", "--jobs", "2")
+    summary = json.loads((tmp_path / "explore_ledger_pg_server_restart.json").read_text())
+    assert summary["jobs"] == 2 and "cluster per concurrent run" in summary["hazard"]["journal_backend"]
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_pg_server_restart.jsonl.gz"))
+    assert all(not r["interrupt"]["reached"] or r["interrupt"]["how"] == "restart_server" for r in rows)
+
+
+@pytest.mark.parametrize("point", ("before_request", "after_apply"))
+def test_a_planted_bug_raises_from_the_send_function_the_gate_calls(monkeypatch, point):
+    from experiments import planted
+
+    class Target:
+        fenced = True
+        sent: list[str] = []
+
+        def apply(self, effect_id, payload):
+            self.sent.append(effect_id)
+            return "generation-1"
+
+    monkeypatch.delenv(planted.RAISES_ENV, raising=False)
+    plain = Target()
+    assert planted.target(plain) is plain
+    monkeypatch.setenv(planted.RAISES_ENV, point)
+    wrapped = planted.target(Target())
+    assert wrapped.fenced is True
+    with pytest.raises(KeyError):
+        wrapped.apply("e1", {})
+    assert Target.sent == ([] if point == "before_request" else ["e1"])
 
 
 def test_the_baselines_may_try_fewer_of_the_same_schedules_than_the_gate(tmp_path):
@@ -327,16 +366,25 @@ def test_a_replay_runs_the_one_schedule_again():
     assert "interlock: held" in done.stdout and done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_ledger_write_is_timed_when_it_arrived_not_when_it_landed(tmp_path):
-    from experiments.explore.worlds import Case, LedgerWorld
-    from experiments.services.ledger import Ledger
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_slow_service_times_a_write_when_it_arrived_not_when_it_landed(tmp_path, scenario):
+    from experiments.explore.worlds import world
 
-    ledger = Ledger()
-    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
-    ledger.put("e1", {"resource": "acct"}, if_match=None, epoch=None)
-    arrived = [e["at"] for e in ledger.log() if e["event"] == "put"]
-    truth = LedgerWorld(tmp_path).truth(Case(tmp_path, "no_check", "e1", {"ledger": ledger}))
-    assert [at for _, at in truth.writes] == arrived and truth.live == 2
+    schedule = replace(schedule_for(scenario, 0, "slow_service"), delay=0.3)
+    with world(scenario, tmp_path / "world") as explored:
+        case_dir = tmp_path / "case"
+        case_dir.mkdir()
+        case = explored.setup(case_dir, schedule, "no_check")
+        sent = time.time()
+        done = subprocess.run([sys.executable, "-m", explored.module, *explored.argv(case, "decide")], cwd=ROOT,
+                              env={**os.environ, **explored.env}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        [held] = explored.scenario.held_writes(case)
+        assert explored.received(case) and explored.settle(case)
+        truth = explored.truth(case)
+        explored.finish(case)
+    [(_, arrived)] = truth.writes
+    assert truth.live == 1 and sent < arrived < sent + 60 and arrived == held["arrived"]
 
 
 def test_a_run_whose_deadline_passed_before_any_schedule_writes_nothing(tmp_path):

@@ -76,7 +76,7 @@ def test_appends_that_returned_survive_sigkill_of_any_appender_at_any_moment(tmp
     assert result["valid"], result["problems"][:3]
 
 
-def test_threads_appending_at_once_share_flushes_and_each_entry_is_durable_when_append_returns(tmp_path):
+def test_threads_sending_at_once_share_flushes_and_each_send_is_durable_when_append_returns(tmp_path):
     path = tmp_path / "journal.jsonl"
     flushes = 0
     real = os.fdatasync
@@ -92,7 +92,8 @@ def test_threads_appending_at_once_share_flushes_and_each_entry_is_durable_when_
         with Journal(path) as journal:
             def work(t: int) -> None:
                 for n in range(25):
-                    entry = journal.append("PROPOSED", f"t{t}-{n}", {"agent": str(t)})
+                    journal.append("PROPOSED", f"t{t}-{n}", {"agent": str(t)})
+                    entry = journal.append("DISPATCHED", f"t{t}-{n}", {"agent": str(t)})
                     if witnessed(path).seq < entry["seq"]:  # a flush covering it must finish before the return
                         late.append(entry["seq"])
 
@@ -101,9 +102,65 @@ def test_threads_appending_at_once_share_flushes_and_each_entry_is_durable_when_
                 thread.start()
             for thread in threads:
                 thread.join()
-            assert len(journal) == 400 and late == []
+            assert len(journal) == 800 and late == []
     finally:
         os.fdatasync = real
     assert flushes < 400, flushes
     entries = [json.loads(line) for line in path.read_text().splitlines()]
     assert verify_journal(entries)["valid"]
+
+
+def counting_flushes(monkeypatch) -> list[int]:
+    flushed: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (flushed.append(fd), real(fd))[1])
+    return flushed
+
+
+def test_a_gated_effect_costs_one_journal_flush_the_one_before_its_request(tmp_path, monkeypatch):
+    from interlock import Effect, FunctionTarget, Gate
+
+    flushed_before_send: list[int] = []
+    flushed = counting_flushes(monkeypatch)
+    gate = Gate(tmp_path / "journal.jsonl", FunctionTarget("svc", lambda eid, p: flushed_before_send.append(
+        len(flushed)) or {"stored": eid}, tier=3))
+    for n in range(20):
+        assert gate.submit(Effect(f"job:{n}", {"n": n})).status == "COMMITTED"
+    assert len(gate.journal) == 80
+    assert len(flushed) == 20  # PROPOSED, AUTHORIZED and COMMITTED ride on the next DISPATCHED's flush
+    assert flushed_before_send == list(range(1, 21))  # and each request waited for its own DISPATCHED on disk
+    assert witnessed(tmp_path / "journal.jsonl").seq == 78  # the last DISPATCHED; its COMMITTED is not flushed yet
+    gate.journal.close()
+    assert witnessed(tmp_path / "journal.jsonl").seq == 79  # a clean close makes it durable
+    assert len(flushed) == 21
+
+
+def test_an_entry_that_is_not_a_send_rides_on_the_next_flush_of_any_writer(tmp_path, monkeypatch):
+    flushed = counting_flushes(monkeypatch)
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as first, Journal(path) as second:
+        first.append("PROPOSED", "a", {"agent": "one"})
+        first.append("AUTHORIZED", "a", {"lease": None})
+        assert flushed == [] and witnessed(path) is None
+        sent = second.append("DISPATCHED", "b", {"agent": "two"})
+        assert witnessed(path).seq == sent["seq"] == 2 and len(flushed) == 1
+        first.flush()  # nothing of its own is left to flush: the other's send covered it
+        assert len(flushed) == 1
+
+
+def test_catching_up_reads_complete_lines_without_waiting_for_the_append_lock(tmp_path):
+    import fcntl
+
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as reader, Journal(path) as writer:
+        writer.append("PROPOSED", "a", {"agent": "w"})
+        held = os.open(f"{path}.lock", os.O_RDWR)
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a writer in the middle of an append would
+        try:
+            catching_up = threading.Thread(target=reader.refresh)
+            catching_up.start()
+            catching_up.join(30)
+            assert not catching_up.is_alive() and reader.effect("a").kinds == ["PROPOSED"]
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            os.close(held)

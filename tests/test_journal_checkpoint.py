@@ -92,6 +92,22 @@ def test_a_deleted_index_is_rebuilt_from_the_journal(tmp_path):
         assert journal.effect(f"{7:012x}").resolution["result"] == 7
 
 
+def test_the_index_a_first_open_builds_is_committed_for_the_next_open(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path, 300, checkpoint_every=10_000)
+    assert not Path(f"{path}.index").exists()
+    with Journal(path, checkpoint_every=100) as journal:  # reads 1,140 entries, moving the index every 100
+        assert len(journal) == 1140
+    assert checkpoints(path)[-1]["seq"] == 1139  # one checkpoint, at the end of the read
+    size = path.stat().st_size
+    before = bytes_read()
+    with Journal(path, checkpoint_every=100) as journal:
+        read = bytes_read() - before
+        assert len(journal) == 1140 and len(journal.open_dispatches()) == 60
+        assert journal.effect(f"{7:012x}").resolution["result"] == 7
+    assert read < size // 4, (read, size)
+
+
 def test_opening_refuses_a_journal_whose_entry_at_the_checkpoint_no_longer_carries_its_head(tmp_path):
     path = tmp_path / "journal.jsonl"
     fill(path, 50, checkpoint_every=60)
@@ -145,3 +161,12 @@ def test_a_keyed_journal_signs_its_checkpoints_and_refuses_one_signed_by_another
         assert len(journal) == 114
     with pytest.raises(JournalCorrupt, match="not signed by this journal's key"):
         Journal(path, key=generate_key())
+
+
+def test_a_reader_far_behind_moves_the_index_as_it_catches_up(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path, checkpoint_every=50) as reader:
+        fill(path, 100, checkpoint_every=10_000)  # another process appends 380 entries meanwhile
+        reader.refresh()
+        assert len(reader) == 380 and checkpoints(path)[-1]["seq"] > 380 - 50  # it did not hold them all
+        assert reader.effect(f"{3:012x}").resolution["result"] == 3

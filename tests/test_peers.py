@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from experiments import harness
-from experiments.peers import DBOS_STEP, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, record_file
+from experiments.peers import AFTER_RUN_FILE, DBOS_STEP, POWERTOOLS_IDEMPOTENT, REDIS_URL_ENV, observe_record, record_file
 
 TIMEOUT = 60.0
 PEERS = (DBOS_STEP, POWERTOOLS_IDEMPOTENT)
@@ -63,6 +63,14 @@ def test_a_peer_killed_after_the_store_committed_resends_and_reports_the_412(sys
     agent = [b for b in versions if (b.metadata or {}).get("writer") == "agent"]
     assert len(agent) == 1  # the rollback landed once, though the peer's answer says it was refused
     record = _read(case, record_file("restart"))
+    reader = observe_record(case, env, TIMEOUT)  # the harness's own reading, after the last worker exited
+    assert reader.exit_code == 0, reader.output
+    after = _read(case, AFTER_RUN_FILE)["record"]
+    if system == DBOS_STEP:
+        assert after["operation_outputs"] == record["left"]["operation_outputs"]
+        assert [row["status"] for row in after["workflow_status"]] == ["SUCCESS"]
+    else:
+        assert after["value"] == record["left"]["value"]
     if system == DBOS_STEP:
         assert [row["status"] for row in record["found"]["workflow_status"]] == ["PENDING"]
         assert record["found"]["operation_outputs"] == []  # killed before DBOS checkpointed the step

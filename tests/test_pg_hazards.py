@@ -1,13 +1,16 @@
 """The shared journal's hazards, with real worker processes, a real PostgreSQL and the ledger write service over HTTP
 (no dedupe; slow writes land after their sender died; an apply count per effect as ground truth): a paused owner
 woken after a takeover, a send slower than the lease, a terminated session, a database killed and restarted
-mid-request, a request in flight when its sender is SIGKILLed.
+mid-request, a request in flight when its sender is SIGKILLed, and one that outlives a wrongly declared bound.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -22,6 +25,11 @@ pytest.importorskip("psycopg")
 from interlock.pg import PgClaims, PgJournal  # noqa: E402
 
 TTL = 1.0
+
+
+def receipts(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "interlock.receipts", *args], capture_output=True, text=True,
+                          timeout=60)
 
 
 def test_a_paused_owner_woken_after_a_takeover_never_sends(pg_url, ledger, tmp_path):
@@ -111,3 +119,23 @@ def test_a_request_in_flight_when_its_sender_is_killed_is_found_not_resent(pg_ur
     assert ledger.applies(eid) == 1
     checked = verify_journal(PgJournal(pg_url).entries())
     assert checked["valid"] and checked["effects"][eid]["happened_once"]
+
+
+def test_a_double_apply_the_record_cannot_see_is_flagged_against_the_services_export(pg_url, ledger, tmp_path):
+    eid = effect_id_for("k")
+    ledger.configure(delay=1.5)  # longer than the in_flight bound the target declares: a wrong declaration
+    sender = start(pg_url, ledger.endpoint, ["k"], ttl=TTL, in_flight=0.1)
+    wait_for_put(ledger, eid, sender)
+    sender.kill()
+    sender.wait()
+    assert statuses(start(pg_url, ledger.endpoint, ["k"], ttl=TTL, wait=10, in_flight=0.1)) == \
+        ["REAPPLIED_AFTER_QUERY"]  # its lookup came before the first write landed
+    assert ledger.applies(eid) == 2
+    journal = tmp_path / "journal.jsonl"
+    PgJournal(pg_url).export(journal)
+    export = tmp_path / "service.json"
+    export.write_text(json.dumps({eid: ledger.applies(eid)}))
+    alone = receipts(str(journal))  # one effect's journal: its receipt
+    assert alone.returncode == 0 and json.loads(alone.stdout)["happened_once"]
+    held = receipts(str(journal), "--service", str(export))
+    assert held.returncode == 1 and json.loads(held.stdout)["held_twice"] == ["service: holds 2 copies"]

@@ -145,9 +145,9 @@ def test_a_peer_is_never_judged_by_an_empty_baseline_log(tmp_path):
     data = project_gcp()
     cell = copy.deepcopy(data["cells"][4])  # crash_after_commit_redeploy / hand_check, as a peer's cell
     cell["system"] = "dbos_step"
-    cell["artifacts"].update({"log.jsonl": [], "peer_record_restart.json": {"found": None, "left": {}}})
+    cell["artifacts"].update({"log.jsonl": [], "peer_record_restart.json": {"found": None, "left": None}})
     data["cells"].append(cell)
     judged = derive(write(tmp_path, data)).cells[-1]
     assert judged.record.writes is None and judged.can_prove is False
-    assert "reads no write list from the peer's own record (DBOS system database rows)" in judged.proof.reason
+    assert "the worker left no reading of the record" in judged.proof.reason
     assert "the record says []" not in judged.proof.reason

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments import tamper
+from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
 from interlock import Journal, verify, verify_journal
 from interlock.receipts import COVERS
 
@@ -43,6 +44,19 @@ def test_every_mutant_of_a_gate_journal_is_flagged_unless_documented(gate_origin
     assert all(row["generated"] > 0 for row in kinds.values()), kinds
 
 
+def test_every_mutant_of_a_postgresql_gate_journal_is_flagged_unless_documented(pg_url, keys):
+    from interlock.pg import PgClaims, PgJournal
+
+    journal = PgJournal(pg_url)
+    claims = PgClaims(journal)
+    entries = tamper.gated_entries(journal, claims)
+    claims.close()
+    originals = tamper.originals_of_journal(entries, "gate journal on PostgreSQL")
+    assert [o.scope for o in originals].count("journal") == 1
+    kinds = assert_corpus_holds(originals, keys)
+    assert kinds["forked_chain"]["flagged_unsigned"] == kinds["forked_chain"]["generated"] > 0
+
+
 def test_documented_undetectable_mutants_pass_unsigned_and_fail_signed(gate_originals, keys):
     documented = [m for o in gate_originals for m in tamper.mutants(o, keys) if m.expect_unsigned == tamper.UNDETECTABLE]
     assert {m.kind for m in documented} == {"cut_tail", "forged_committed", "other_key"}
@@ -58,7 +72,7 @@ def test_covers_names_every_kind_left_undetectable_unsigned():
 
 def test_a_forged_commit_after_a_refusal_is_flagged_without_a_signature(gate_originals):
     refused = next(o for o in gate_originals if o.scope == "bundle" and o.entries[-1]["kind"] == "REFUSED")
-    forged = refused.entries + [tamper.forged_committed(refused.entries)]
+    forged = refused.entries + [tamper.forged_committed(refused, refused.entries)]
     result = verify(forged)
     assert result["tamper_evident"] and not result["valid"]
     assert any("after the effect was already resolved" in p or "with no send open" in p for p in result["problems"])
@@ -70,9 +84,10 @@ def test_a_forged_commit_onto_an_open_dispatch_needs_the_signature(tmp_path, key
                      and o.entries[0].get("key") == "left-open")
     cut = left_open.entries[:3]  # PROPOSED, AUTHORIZED, DISPATCHED: the state a crash before the answer leaves
     assert [e["kind"] for e in cut] == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
-    assert verify(cut + [tamper.forged_committed(cut)])["happened"] is True  # unsigned, the forgery reads as landed
+    forged = cut + [tamper.forged_committed(left_open, cut)]
+    assert verify(forged)["happened"] is True  # unsigned, the forgery reads as landed
     mutant = tamper.Mutant("forged_committed", tamper.Original("open", "bundle", cut, left_open.effect_id), "appended",
-                           cut + [tamper.forged_committed(cut)])
+                           forged)
     assert tamper.flagged(mutant, keys, signed=True)
 
 
@@ -107,11 +122,11 @@ def test_a_sigkill_mid_append_loses_no_complete_entry(tmp_path):
     assert killed["runs_losing_a_complete_entry"] == 0
 
 
-def test_the_published_tamper_summary_shows_no_miss():
-    path = Path(__file__).parents[1] / "results" / "reliability" / "tamper.json"
-    if not path.exists():
-        pytest.skip("results/reliability/tamper.json is not written yet (python -m experiments.tamper)")
-    summary = json.loads(path.read_text())
+def test_the_committed_tamper_summary_is_current_and_shows_no_miss():
+    summary = json.loads((Path(__file__).parents[1] / "results" / "reliability" / "tamper.json").read_text())
+    assert summary["schema_version"] == 2 and summary["provenance"]["script"] == "python -m experiments.tamper"
+    published = [s for s in summary["sources"] if s["source"].startswith("results/published/")]
+    assert len(published) == 11 and {s["format"] for s in published} == {"published"}
     assert [k["kind"] for k in summary["kinds"]] == list(tamper.KINDS)
     assert summary["totals"]["missed"] == 0 and summary["originals_failing_verify"] == []
     assert summary["totals"]["flagged_signed"] == summary["totals"]["generated"]

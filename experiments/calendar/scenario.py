@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from interlock import effect_id_for
+from interlock.targets.calendar import retired
 
 from experiments import harness, live, peers
 from experiments.atomic import write_json
-from experiments.calendar.faults import FAULTS, PRE_BUSY, RACED_BUSY, REQUEST_CANCELLED, SLOT_BUSY
+from experiments.calendar.faults import FAULTS, PRE_BUSY, RACED_BUSY, REQUEST_CANCELLED, SLOT_BUSY, CalendarFault
 from experiments.calendar.job import CASE_FILE, GATED, JOURNAL_FILE, LOG_FILE, REQUEST_FILE, RESULT_FILE
 from experiments.calendar.raced import TRIALS_FILE
 from experiments.calendar.request import (EMULATED, baseline_event_id, customer_event, new_request, read_request,
@@ -79,6 +80,9 @@ class Calendar(Scenario):
     extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
     controls = CONTROLS
     faults = FAULTS
+    fault_type = CalendarFault
+    journal_file = JOURNAL_FILE
+    actions = ("slot_taken", "request_cancelled")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -158,10 +162,46 @@ class Calendar(Scenario):
         if moment == OUTAGE and action == SLOT_BUSY:
             return self._customer(case, "during the outage")
         if moment == OUTAGE and action == REQUEST_CANCELLED:
-            path = case.directory / REQUEST_FILE
-            write_request(path, {**read_request(path), "status": "cancelled"})
-            return {"request_status": "cancelled", "at": time.time(), "when": "during the outage"}
+            return self.perform(case, "request_cancelled", "during the outage")
         return None
+
+    def perform(self, case: Case, action: str, when: str) -> dict[str, Any]:
+        """A customer event lands on the slot (`slot_taken`), or the booking request is cancelled."""
+        if action == "slot_taken":
+            return self._customer(case, when)
+        path = case.directory / REQUEST_FILE
+        write_request(path, {**read_request(path), "status": "cancelled"})
+        return {"request_status": "cancelled", "at": time.time(), "when": when}
+
+    def agent_writes(self, case: Case) -> tuple[list[tuple[str, float]], int]:
+        """The agent's stored inserts from the stand-in's write log, each timed when the stand-in received it; the
+        live agent events on the slot. An id that recovery took with its placeholder (off the slot, so that a stray
+        insert meets a 409) holds no booking."""
+        if self.services.calendar is None:
+            raise NotImplementedError("the agent's writes are read from the stand-in's write log")
+        ours = case.ids["agent_event_id"]
+        stored = get_event(self.service, self.calendar_id, ours)
+        placeholder = stored is not None and retired(stored)
+        writes = [(e["event_id"], float(e.get("received_ts", e["ts"]))) for e in self.services.calendar.write_log()
+                  if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200 and not placeholder]
+        events = slot_events(self.service, self.calendar_id, case.ids["slot_start"], case.ids["slot_end"])
+        return writes, sum(((e.get("extendedProperties") or {}).get("private") or {}).get("booking_request")
+                           == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
+
+    def slow_writes(self, case: Case, seconds: float) -> None:
+        """The stand-in holds each insert of the agent's event for `seconds` before it stores it."""
+        ours = case.ids["agent_event_id"]
+        self.services.calendar.delays.slow(ours, lambda r: r["method"] == "insert" and r["event_id"] == ours,
+                                           seconds)
+
+    def held_writes(self, case: Case) -> list[dict[str, Any]]:
+        """The agent inserts the stand-in held so far."""
+        return self.services.calendar.delays.arrivals(case.ids["agent_event_id"])
+
+    def release(self, case: Case) -> None:
+        """Stop holding the event's inserts."""
+        if self.services.calendar is not None:
+            self.services.calendar.delays.forget(case.ids["agent_event_id"])
 
     def _outage(self, case: Case) -> dict[str, Any] | None:
         """The published `outage` record: what the world did, or the connection cut the stand-in logged."""

@@ -28,7 +28,7 @@ from interlock.hooks import Hooks
 from interlock.premises import NOT_SET
 from interlock.targets.calendar import CalendarEventTarget, slot_premise
 
-from experiments import crash, outcomes
+from experiments import crash, outcomes, planted
 from experiments.atomic import write_json
 from experiments.calendar.job import JOURNAL_FILE, QUEUE_FILE, Job
 from experiments.calendar.request import AGENT, RequestLease, baseline_event_id, event_body
@@ -69,7 +69,9 @@ def _send(job: Job, body: dict[str, Any], hook: Hooks) -> None:
     """The insert, with the fault points right before it (after the last check) as every system has them."""
     hook.reach(crash.BEFORE_SEND)
     hook.reach(crash.BEFORE_REQUEST)
+    planted.bug(planted.BEFORE_REQUEST)
     job.service.events().insert(calendarId=job.calendar_id, body=body).execute(num_retries=0)
+    planted.bug(planted.AFTER_APPLY)
 
 
 def _conflict(exc: HttpError) -> bool:
@@ -137,7 +139,7 @@ def gated(job: Job, decision: dict[str, Any], hook: Hooks, *, expect: Any,
                            decision["other_events_in_slot"], expect=expect)
     effect = Effect(key, {"event": event_body(job.system, job.request_id, decision)}, [premise],
                     RequestLease(job.request_path), AGENT)
-    outcome = Gate(journal, CalendarEventTarget(job.service, job.calendar_id), claims=claims,
+    outcome = Gate(journal, planted.target(CalendarEventTarget(job.service, job.calendar_id)), claims=claims,
                    claim_wait=CLAIM_WAIT_SECONDS, hooks=hook).submit(effect)
     receipt_bundle = case_bundle(journal, effect_id, job.directory / JOURNAL_FILE)
     receipt = verify(receipt_bundle)

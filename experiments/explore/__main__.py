@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from experiments.atomic import write_json
 from experiments.explore.checks import check
-from experiments.explore.hazards import HAZARDS, JOURNALS, SHORT_TTL, hazard_named, result_name
+from experiments.explore.hazards import HAZARDS, JOURNALS, claim_ttl, hazard_named, result_name
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
 from experiments.explore.processes import Forker
 from experiments.explore.runner import run
@@ -47,8 +47,10 @@ JOURNAL_BACKENDS = {
     "jsonl": "each run's own JSONL journal file",
     "postgresql": "one journal database on a throwaway local PostgreSQL cluster, shared by every run; each "
                   "run's sessions carry its name",
+    "postgresql_alone": "a throwaway local PostgreSQL cluster per concurrent run, each held by one run at a time, so "
+                        "restarting its server strikes that run alone; each run's sessions carry its name",
 }
-# Hazards that touch what every run shares (the database server) run one schedule at a time.
+# Hazards that strike the database server: each concurrent run gets a cluster of its own.
 ALONE = frozenset({"server_restart"})
 
 
@@ -140,7 +142,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         for journal in journals:
             systems = chosen or (SYSTEMS if journal == "jsonl" else ("interlock",))
             count = args.schedules if journal == "jsonl" else pg_schedules
-            args.plans += [Plan(s, hazard.name, journal, systems, count, 1 if hazard.name in ALONE else args.jobs,
+            args.plans += [Plan(s, hazard.name, journal, systems, count, args.jobs,
                                 baselines) for s in scenarios if s in hazard.scenarios and journal in hazard.journals]
     if not args.plans:
         raise _Usage(f"--hazard {args.hazard} does not run on {args.scenario} with the {args.journal} journal")
@@ -159,7 +161,8 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
     wanted = [(seed, system) for seed in range(args.seed, args.seed + plan.schedules) for system in plan.systems
               if seed < args.seed + plan.seeds(system)]
     with tempfile.TemporaryDirectory(prefix=f"interlock-explore-{scenario}-") as tmp, \
-            world(scenario, Path(tmp) / "services", plan.journal) as chosen:
+            world(scenario, Path(tmp) / "world", plan.journal, claim_ttl(scenario, plan.hazard),
+                  plan.jobs if plan.hazard in ALONE else 0) as chosen:
 
         def one(seed: int, system: str) -> None:
             if args.until is not None and time.time() >= args.until:
@@ -204,8 +207,8 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
                     f"{plan.journal} --systems {','.join(plan.systems)} --schedules {complete} "
                     f"--baseline-schedules {min(complete, plan.baseline_schedules)} --seed {args.seed}"),
         "provenance": provenance("python -m experiments.explore",
-                                 {"service": SERVICES[scenario], "journal": JOURNAL_BACKENDS[plan.journal]},
-                                 "offline-scripted (no model)", _claims(scenario)),
+                                 {"service": SERVICES[scenario], "journal": _backend(plan.journal, plan.hazard)},
+                                 "offline-scripted (no model)", _claims(scenario, plan.hazard)),
         "seeds": {"first": args.seed, "count": complete, "planned": plan.schedules,
                   "stopped_at_deadline": complete < plan.schedules,
                   "per_system": {system: min(complete, plan.seeds(system)) for system in plan.systems}},
@@ -219,11 +222,16 @@ class NoCompleteSchedule(Exception):
     """A deadline came before any schedule was finished by every system: there is nothing to write."""
 
 
-def _claims(scenario: str) -> dict[str, Any]:
+def _backend(journal: str, hazard: str) -> str:
+    """How the runs kept their journal."""
+    return JOURNAL_BACKENDS[f"{journal}_alone" if journal == "postgresql" and hazard in ALONE else journal]
+
+
+def _claims(scenario: str, hazard: str) -> dict[str, Any]:
     """The claim settings of the scenario's gated workers."""
     from experiments.journals import CLAIM_TTL_SECONDS
 
-    return {"claim_ttl_seconds": SHORT_TTL if scenario == "ledger" else CLAIM_TTL_SECONDS,
+    return {"claim_ttl_seconds": claim_ttl(scenario, hazard) or CLAIM_TTL_SECONDS,
             "where": "the explorer's ledger worker" if scenario == "ledger" else "the scenario's own gated worker"}
 
 
@@ -248,7 +256,7 @@ def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **run_facts,
         "hazard": {"name": hazard, "what": HAZARDS[hazard].what, "journal": journal,
-                   "journal_backend": JOURNAL_BACKENDS[journal]},
+                   "journal_backend": _backend(journal, hazard)},
         "history": {"path": shown, "rows": len(rows), "sha256": hashlib.sha256(history_path.read_bytes()).hexdigest(),
                     "check": f"python -m experiments.explore --check {shown}"},
         "services": SERVICES[scenario],
@@ -270,7 +278,8 @@ def replay(args: argparse.Namespace, forker: Forker) -> int:
     print(f"{schedule.replay}\n  {schedule.describe()}")
     violated = False
     with tempfile.TemporaryDirectory(prefix="interlock-replay-") as tmp, \
-            world(plan.scenario, Path(tmp) / "services", plan.journal) as chosen:
+            world(plan.scenario, Path(tmp) / "world", plan.journal, claim_ttl(plan.scenario, plan.hazard)) \
+            as chosen:
         for system in plan.systems:
             row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
             found = check(row)

@@ -68,11 +68,11 @@ class Run:
         return {
             "scenario": schedule.scenario, "hazard": schedule.hazard, "journal": schedule.journal,
             "seed": schedule.seed, "system": self.system, "replay": schedule.replay,
-            "schedule": schedule.row(), "describe": schedule.describe(), "effect_id": self.case.effect_id,
+            "schedule": schedule.row(), "describe": schedule.describe(), "effect_id": self.case.ids.get("effect_id"),
             "ran": self.ran, "acted": self.acted, "acted_at": self.acted_at, "interrupt": self.interrupt,
             "in_flight": self.in_flight, "journal_cut": self.journal_cut,
             "truth": {"writes": [list(w) for w in truth.writes], "live": truth.live, "settled": settled},
-            "record": _record(record, self.case.effect_id, self.system),
+            "record": _record(record, self.case.ids.get("effect_id"), self.system),
         }
 
     def _start(self, phase: str, output: Path, extra: dict[str, str] | None = None) -> Worker:
@@ -187,7 +187,7 @@ class Run:
         if self.schedule.action == "none":
             return
         with self.world.lock:
-            self.world.act(self.case, self.schedule.action)
+            self.world.act(self.case, self.schedule.action, when)
         self.acted_at, self.acted = time.time(), when
 
 
@@ -227,7 +227,7 @@ def _ran(stage: str, index: int, kill: str | None, finished: Finished) -> dict[s
             "stderr": lines[-STDERR_LINES:]}
 
 
-def _record(path: Path | None, effect_id: str, system: str) -> dict[str, Any]:
+def _record(path: Path | None, effect_id: str | None, system: str) -> dict[str, Any]:
     """The system's own record: the gate's journal entries for the effect, or the baseline's log events (None
     when the baseline keeps no send log)."""
     if path is None:

@@ -203,8 +203,7 @@ def _slow(low: float, high: float, in_flight: tuple[str | None, ...]) -> Callabl
 SHAPES: dict[str, Callable[[random.Random, Schedule], Schedule]] = {
     "concurrent_recovery": lambda rng, base: replace(base, recoverers=rng.randint(2, MAX_RECOVERERS)),
     "slow_service": _slow(0.0, MAX_DELAY_SECONDS, ("kill", "kill", "kill", None)),
-    "sigstop": lambda rng, base: _held("sigstop", (0.2 * SHORT_TTL, 2.5 * SHORT_TTL) if base.scenario == "ledger"
-                                       else (0.05, 1.0))(rng, base),
+    "sigstop": _held("sigstop", (0.2 * SHORT_TTL, 2.5 * SHORT_TTL)),
     "journal_cut": lambda rng, base: replace(base, journal_cut=round(rng.random(), 4)),
     "send_raises": lambda rng, base: replace(_chain(base, (None,)), raises=rng.choice(RAISE_POINTS)),
     "session_terminated": _held("terminate_session", (0.1, 1.0)),

@@ -1,385 +1,134 @@
-"""The two scenarios as the explorer drives them: one long-lived stand-in each, a fresh object or slot per run.
+"""Every scenario as the explorer drives it: through the runner's scenario interface (experiments.runner.Scenario),
+so the explorer prepares a run's case, acts, slows the service and reads the ground truth exactly as the scenario
+runner does, and a new scenario is one module.
 
-A world prepares a run's case directory exactly as the scenario runner does (the workers read the same files),
-performs the outage actions through the real clients, arms the stand-ins' connection cut, and reads the ground
-truth back from the service: the version listing and the recording proxy's write log (gcp_resource), the events
-on the slot and the stand-in's write log (calendar).
+A world is one scenario instance over its stand-ins for a whole exploration (a fresh object, slot or ledger per
+run), plus what only the explorer adds: the PostgreSQL journal (one database every run shares, or, for a hazard
+that strikes the server itself, one cluster per concurrent run, held by one run at a time), the claim TTL its
+hazards need, and the workers' environment.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import json
-import os
+import queue
 import threading
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 from typing import Any
 
-from interlock import effect_id_for
+from experiments import live, planted
+from experiments.explore.ledger_worker import CLAIM_TTL_ENV as LEDGER_CLAIM_TTL_ENV
+from experiments.journals import CLAIM_TTL_ENV, JOURNAL_URL_ENV
+from experiments.runner import Case, Scenario
+from experiments.services.ledger import MAX_DELAY_SECONDS
 
-from experiments.explore.hazards import SHORT_TTL
-from experiments.explore.ledger_worker import CLAIM_TTL_ENV
-from experiments.atomic import write_json
-from experiments.journals import JOURNAL_URL_ENV
-
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 SETTLE_MARGIN_SECONDS = 2.0
 SETTLE_POLL_SECONDS = 0.005
 
 
 @dataclass
-class Case:
-    """One run's directory and the ids its ground truth is read by."""
-
-    directory: Path
-    system: str
-    effect_id: str  # the gate's effect id for this job
-    ids: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class Truth:
-    """What the service holds: the agent's committed writes (each with the time the service's log gave it) and
-    how many agent copies the service holds now (versions in the listing; live events on the slot)."""
+    """What the service holds: the agent's committed writes (each with the time the service received it) and how
+    many agent copies the service holds now (versions in the listing, live events on the slot, applies)."""
 
     writes: list[tuple[str, float]]
     live: int
 
-    @property
-    def landed(self) -> bool:
-        """Whether the effect is at the service at all."""
-        return bool(self.writes) or self.live > 0
 
+class World:
+    """One scenario over its stand-ins, shared by the explorer's threads (`lock` guards the scenario's clients)."""
 
-class JournalChoice:
-    """Where a world's gated workers keep their journal: each run's own JSONL file, or the exploration's
-    PostgreSQL database, each run's sessions named for it so a hazard can end exactly those."""
+    def __init__(self, scenario: Scenario, services: live.Services, claim_ttl: float | None):
+        self.scenario = scenario
+        self.module = scenario.worker
+        self.journal, self.log = scenario.journal_file, scenario.send_log
+        self.env = dict(services.env)  # what every worker needs to reach the stand-ins
+        if claim_ttl is not None:  # the scenario workers' and the ledger worker's names for it
+            self.env.update({CLAIM_TTL_ENV: str(claim_ttl), LEDGER_CLAIM_TTL_ENV: str(claim_ttl)})
+        self.databases: queue.Queue[Database] | None = None  # free databases, when each run holds one alone
+        self.database: Database | None = None  # the one every run shares
+        self.lock = threading.Lock()
+        self._index = count()
+        self._held: dict[str, Database] = {}
 
-    scenario: str
-    database: Database | None = None
+    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
+        """The scenario seeds the run's case; a slow-service schedule slows its agent writes before any is sent."""
+        facts = {} if schedule.fence is None else {"fence": schedule.fence}
+        case = Case(directory, self.scenario.fault_type(f"explore-{schedule.seed}", **facts), system,
+                    next(self._index))
+        self.scenario.seed(case)
+        case.ids["run"] = f"{schedule.seed}-{system}"
+        if self.databases is not None:
+            self._held[case.ids["run"]] = self.databases.get()
+        if schedule.delay is not None:
+            self.scenario.slow_writes(case, schedule.delay)
+        return case
+
+    def argv(self, case: Case, phase: str) -> list[str]:
+        """The worker's command line."""
+        return self.scenario.worker_args(case, phase)
+
+    def arm_cut(self, case: Case) -> None:
+        """Lose the answer of the case's next committed agent write."""
+        self.scenario.arm_cut(case)
+
+    def act(self, case: Case, action: str, when: str) -> None:
+        """The premise moves or the authority ends, now."""
+        self.scenario.perform(case, action, when)
 
     def worker_env(self, case: Case) -> dict[str, str]:
         """What a worker of this run adds to the world's environment: the run's database address, if any."""
-        if self.database is None:
-            return {}
-        return {JOURNAL_URL_ENV: self.database.url_for(case.ids["run"])}
+        database = self._database(case)
+        return {} if database is None else {JOURNAL_URL_ENV: database.url_for(case.ids["run"])}
 
     def strike(self, case: Case, how: str) -> None:
         """End the run's database sessions, or stop and start the database server."""
-        if self.database is None:
+        database = self._database(case)
+        if database is None:
             raise ValueError(f"{how} needs the PostgreSQL journal")
         if how == "terminate_session":
-            self.database.terminate(case.ids["run"])
+            database.terminate(case.ids["run"])
         elif how == "restart_server":
-            self.database.restart()
+            database.restart()
         else:
             raise ValueError(f"unknown database hazard {how!r}")
 
     def raise_env(self, point: str) -> dict[str, str]:
-        """Only the explorer's own workers can be made to raise inside their send."""
-        raise ValueError(f"{self.scenario} runs the scenario's own workers, whose send functions cannot raise")
-
-    def received(self, case: Case) -> bool:
-        """Only a service with a delay can hold a request in flight."""
-        raise ValueError(f"{self.scenario} has no service that holds a request in flight")
-
-    def settle(self, case: Case) -> bool:
-        """Every write of these stand-ins lands before its answer: nothing can still be pending."""
-        return True
-
-    def finish(self, case: Case) -> None:
-        """Nothing of a run outlives it here: the stand-ins serve the whole exploration."""
-
-
-class GcpWorld(JournalChoice):
-    """fake-gcs-server behind the recording proxy; one versioned bucket; one object per run."""
-
-    scenario = "gcp_resource"
-    module = "experiments.gcp_resource.worker"
-    journal = "journal.jsonl"
-    log = "log.jsonl"
-
-    def __init__(self, proxy: Any, client: Any, bucket: str, env: dict[str, str]):
-        self.proxy, self.client, self.bucket = proxy, client, bucket
-        self.env = env  # what every worker needs to reach the stand-ins
-        self.lock = threading.Lock()  # one client, shared by the explorer's threads
-
-    @staticmethod
-    def services(stack: contextlib.ExitStack, work: Path) -> GcpWorld:
-        """Start the object store and its proxy for the whole exploration."""
-        from experiments.gcp_resource.worker import storage_client
-        from experiments.services import fake_gcs, recording_proxy
-
-        store = stack.enter_context(fake_gcs(work / "fake-gcs-server.log"))
-        proxy = stack.enter_context(recording_proxy(store.endpoint, work / "gcs-wire.jsonl"))
-        env = {"STORAGE_EMULATOR_HOST": proxy.endpoint}
-        _export(stack, env)
-        client = storage_client()
-        bucket = client.bucket(f"explore-{uuid.uuid4().hex[:10]}")
-        bucket.versioning_enabled = True
-        client.create_bucket(bucket)
-        return GcpWorld(proxy, client, bucket.name, env)
-
-    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
-        """Seed v42 as the human's deploy, open the incident, decide the rollback (scripted decider)."""
-        seed = schedule.seed
-        from experiments.deciders import ScriptedDecider, persisted_decision
-        from experiments.gcp_resource import case as gcp
-
-        name = f"explore/{seed}/{system}/app.json"
-        offset = self.proxy.log_path.stat().st_size if self.proxy.log_path.exists() else 0
-        self._upload(name, "v42", gcp.HUMAN_DEPLOY, if_generation_match=0)
-        case = {"bucket": self.bucket, "object": name, "incident_id": gcp.INCIDENT_ID,
-                "incident": gcp.incident_text(self.bucket, name)}
-        write_json(directory / gcp.CASE_FILE, case)
-        write_json(directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "open"})
-
-        def get_config() -> dict[str, Any]:
-            blob = self.client.bucket(self.bucket).get_blob(name)
-            return {"generation": str(blob.generation), "body": json.loads(blob.download_as_text())}
-
-        persisted_decision(directory / gcp.DECISION_FILE, lambda: ScriptedDecider().decide_rollback(case, get_config))
-        return Case(directory, system, effect_id_for(gcp.effect_key(self.bucket, name)),
-                    {"object": name, "log_offset": offset, "run": f"{seed}-{system}"})
-
-    def argv(self, case: Case, phase: str) -> list[str]:
-        """The worker's command line."""
-        return ["--case", str(case.directory), "--system", case.system, "--phase", phase]
-
-    def arm_cut(self, case: Case) -> None:
-        """Lose the answer of the next agent upload of this object that the store commits."""
-        name = case.ids["object"]
-        self.proxy.cut_next(lambda e: e.get("method") == "POST" and e.get("object") == name
-                            and e.get("status") == 200 and (e.get("metadata") or {}).get("writer") == "agent")
-
-    def act(self, case: Case, action: str) -> None:
-        """The human redeploys v43 (a plain upload), or the incident is resolved (the lease store)."""
-        from experiments.gcp_resource import case as gcp
-
-        if action == "human_write":
-            self._upload(case.ids["object"], "v43", gcp.HUMAN_REDEPLOY)
-        else:
-            write_json(case.directory / gcp.INCIDENT_FILE, {gcp.INCIDENT_ID: "resolved"})
-
-    def truth(self, case: Case) -> Truth:
-        """Agent writes from the proxy's write log (answered 200, or committed and cut); live ones from the listing."""
-        name = case.ids["object"]
-        writes = [(str(e["generation"]), float(e["ts"])) for e in _jsonl(self.proxy.log_path, case.ids["log_offset"])
-                  if e.get("object") == name and e.get("method") in WRITE_METHODS and e.get("generation")
-                  and (e.get("status") == 200 or e.get("cut")) and (e.get("metadata") or {}).get("writer") == "agent"]
-        versions = [b for b in self.client.list_blobs(self.bucket, prefix=name, versions="true") if b.name == name]
-        live = sum((b.metadata or {}).get("writer") == "agent" for b in versions)
-        return Truth(writes, live)
-
-    def _upload(self, name: str, version: str, writer: str, **precondition: Any) -> None:
-        from experiments.gcp_resource.case import body
-
-        blob = self.client.bucket(self.bucket).blob(name)
-        blob.metadata = {"writer": writer}
-        blob.upload_from_string(body(version), content_type="application/json", retry=None, **precondition)
-
-
-class CalendarWorld(JournalChoice):
-    """The Calendar v3 stand-in; one 30-minute slot and one booking request per run."""
-
-    scenario = "calendar"
-    module = "experiments.calendar.worker"
-    journal = "journal.jsonl"
-    log = None  # the baselines' worker.log holds notes for a reader, not send and result events
-    calendar_id = "primary"
-
-    def __init__(self, standin: Any, service: Any, env: dict[str, str]):
-        self.standin, self.service = standin, service
-        self.env = env  # what every worker needs to reach the stand-in
-        self.lock = threading.Lock()  # httplib2 under the Calendar client is not thread-safe
-        self.base = (datetime.now(timezone.utc) + timedelta(days=60)).replace(minute=0, second=0, microsecond=0)
-        self.slots = count()
-
-    @staticmethod
-    def services(stack: contextlib.ExitStack, work: Path) -> CalendarWorld:
-        """Start the Calendar stand-in for the whole exploration."""
-        from experiments.clients import CALENDAR_URL, calendar_service
-        from experiments.services import calendar_standin
-
-        standin = stack.enter_context(calendar_standin(work / "calendar-writes.jsonl"))
-        env = {CALENDAR_URL: standin.endpoint}
-        _export(stack, env)
-        return CalendarWorld(standin, calendar_service(), env)
-
-    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
-        """A live request for a fresh slot; the first worker decides it, as in the scenario."""
-        seed = schedule.seed
-        from experiments.calendar.request import baseline_event_id, new_request, write_request
-
-        start = self.base + timedelta(hours=next(self.slots))
-        slot_start, slot_end = _rfc3339(start), _rfc3339(start + timedelta(minutes=30))
-        request_id = f"explore{seed}{system.replace('_', '')}"
-        write_json(directory / "case.json", {"request_id": request_id, "calendar_id": self.calendar_id,
-                                         "slot_start": slot_start, "slot_end": slot_end, "system": system})
-        write_request(directory / "request.json", new_request(request_id, slot_start))
-        effect_id = effect_id_for(f"booking:{request_id}")
-        ours = effect_id if system.startswith("interlock") else baseline_event_id(request_id)
-        return Case(directory, system, effect_id, {"request_id": request_id, "event_id": ours,
-                                                   "slot": (slot_start, slot_end), "run": f"{seed}-{system}"})
-
-    def argv(self, case: Case, phase: str) -> list[str]:
-        """The worker's command line."""
-        return ["--case", str(case.directory), "--system", case.system, "--phase", phase]
-
-    def arm_cut(self, case: Case) -> None:
-        """Store the agent's insert, then reset the connection before the answer."""
-        ours = case.ids["event_id"]
-        self.standin.cut_next(lambda e: e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200)
-
-    def act(self, case: Case, action: str) -> None:
-        """A customer event lands on the slot, or the booking request is cancelled."""
-        from experiments.calendar.request import customer_event, read_request, write_request
-
-        if action == "slot_taken":
-            self.service.events().insert(calendarId=self.calendar_id,
-                                         body=customer_event(*case.ids["slot"])).execute(num_retries=0)
-        else:
-            path = case.directory / "request.json"
-            write_request(path, {**read_request(path), "status": "cancelled"})
-
-    def truth(self, case: Case) -> Truth:
-        """Agent inserts from the stand-in's write log; live agent events from events.list on the slot. When the
-        id belongs to recovery's placeholder (off the slot, taken so a stray insert meets a 409), no booking
-        ever landed under it."""
-        from googleapiclient.errors import HttpError
-
-        from experiments.calendar.service import slot_events
-        from interlock.targets.calendar import retired
-
-        ours = case.ids["event_id"]
-        try:
-            placeholder = retired(self.service.events().get(calendarId=self.calendar_id, eventId=ours)
-                                  .execute(num_retries=0))
-        except HttpError as exc:
-            if exc.resp.status != 404:
-                raise
-            placeholder = False
-        writes = [(e["event_id"], float(e["ts"])) for e in self.standin.write_log()
-                  if e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200 and not placeholder]
-        events = slot_events(self.service, self.calendar_id, *case.ids["slot"])
-        live = sum(((e.get("extendedProperties") or {}).get("private") or {}).get("booking_request")
-                   == case.ids["request_id"] and e.get("status") != "cancelled" for e in events)
-        return Truth(writes, live)
-
-
-class LedgerWorld(JournalChoice):
-    """The ledger stand-in (tier 2: lookup by effect id, no dedupe); one ledger per run, so each run has its own
-    write delay; the agent posts one entry to the run's account."""
-
-    scenario = "ledger"
-    module = "experiments.explore.ledger_worker"
-    journal = "journal.jsonl"
-    log = "log.jsonl"
-
-    def __init__(self, work: Path):
-        self.work = work
-        self.env = {CLAIM_TTL_ENV: str(SHORT_TTL)}
-        self.lock = threading.Lock()
-        self._open: dict[str, contextlib.ExitStack] = {}
-
-    @staticmethod
-    def services(stack: contextlib.ExitStack, work: Path) -> LedgerWorld:
-        """Nothing long-lived: each run starts its own ledger."""
-        work.mkdir(parents=True, exist_ok=True)
-        chosen = LedgerWorld(work)
-        stack.callback(chosen.close)
-        return chosen
-
-    def setup(self, directory: Path, schedule: Any, system: str) -> Case:
-        """A fresh ledger with the schedule's delay, an account at version 0, a live lease, the decided entry."""
-        from experiments.services.ledger import ledger_service
-
-        run = f"{schedule.seed}-{system}"
-        stack = contextlib.ExitStack()
-        fences = () if schedule.fence in (None, "none") else (schedule.fence,)
-        ledger = stack.enter_context(ledger_service(self.work / f"ledger-{run}.jsonl", delay=schedule.delay or 0.0,
-                                                    fences=fences))
-        self._open[run] = stack
-        key = f"ledger:explore:{run}"
-        effect_id = effect_id_for(key)
-        resource = f"account-{run}"
-        write_json(directory / "case.json", {"endpoint": ledger.endpoint, "resource": resource, "amount": 125,
-                                         "key": key, "effect_id": effect_id, "decided_version": 0,
-                                         "fence": schedule.fence})
-        write_json(directory / "lease.json", {"status": "live"})
-        return Case(directory, system, effect_id, {"run": run, "ledger": ledger, "resource": resource})
-
-    def argv(self, case: Case, phase: str) -> list[str]:
-        """The worker's command line."""
-        return [case.system, phase, str(case.directory)]
-
-    def act(self, case: Case, action: str) -> None:
-        """Someone else writes the account (its version moves), or the authorization is revoked."""
-        if action == "balance_moved":
-            case.ids["ledger"].human_write(case.ids["resource"], "human")
-        else:
-            write_json(case.directory / "lease.json", {"status": "revoked"})
-
-    def raise_env(self, point: str) -> dict[str, str]:
         """Plant a bug in the first sender's send function."""
-        from experiments.explore.ledger_worker import RAISES_ENV
-
-        return {RAISES_ENV: point}
+        return {planted.RAISES_ENV: point}
 
     def received(self, case: Case) -> bool:
-        """The ledger holds (or has applied) an agent write of this effect."""
-        return any(e["event"] == "put" and e["id"] == case.effect_id for e in case.ids["ledger"].log())
+        """The service holds (or has landed) an agent write of the case."""
+        return bool(self.scenario.held_writes(case))
 
     def settle(self, case: Case) -> bool:
-        """Wait until every write of the effect the ledger received was applied or refused (a dead sender's
-        request may still be waiting out its delay); False if one is still pending after the longest delay."""
-        ledger = case.ids["ledger"]
-        deadline = time.monotonic() + ledger.delay + SETTLE_MARGIN_SECONDS
-        while True:
-            events = [e["event"] for e in ledger.log() if e["id"] == case.effect_id]
-            if events.count("put") == events.count("applied") + events.count("refused"):
-                return True
+        """Wait until every agent write the service received has landed (a dead sender's request may still be
+        waiting out its delay); False if one is still pending after the longest delay."""
+        deadline = time.monotonic() + MAX_DELAY_SECONDS + SETTLE_MARGIN_SECONDS
+        while not all(held["landed"] for held in self.scenario.held_writes(case)):
             if time.monotonic() > deadline:
                 return False
             time.sleep(SETTLE_POLL_SECONDS)
+        return True
 
     def truth(self, case: Case) -> Truth:
-        """Every applied write of the effect, from the ledger's own log; each one is a posting on the account.
-
-        A write is timed when the ledger received it: a request sent while the facts held and landing after they
-        moved is the service's delay, not a send after the change. Every write waits the same delay, so the
-        ledger answers them in the order they arrived: the n-th answer (applied or refused) is the n-th arrival.
-        """
-        ledger = case.ids["ledger"]
-        events = [e for e in ledger.log() if e["id"] == case.effect_id]
-        arrivals = iter(float(e["at"]) for e in events if e["event"] == "put")
-        writes = []
-        for event in events:
-            if event["event"] in ("applied", "refused"):
-                arrived = next(arrivals, float(event["at"]))
-                if event["event"] == "applied":
-                    writes.append((str(event["version"]), arrived))
-        return Truth(writes, ledger.applies(case.effect_id))
+        """The agent's writes and live copies, as the scenario reads them from its service."""
+        return Truth(*self.scenario.agent_writes(case))
 
     def finish(self, case: Case) -> None:
-        """Stop the run's ledger once nothing can reach it any more."""
-        stack = self._open.pop(case.ids["run"], None)
-        if stack is not None:
-            stack.close()
+        """Drop what the run set up at the service; a database it held alone is free for the next run."""
+        self.scenario.release(case)
+        held = self._held.pop(case.ids.get("run", ""), None)
+        if held is not None and self.databases is not None:
+            self.databases.put(held)
 
-    def close(self) -> None:
-        """Stop every ledger still open."""
-        for run in list(self._open):
-            self._open.pop(run).close()
-
-
-WORLDS: dict[str, Any] = {"gcp_resource": GcpWorld, "calendar": CalendarWorld, "ledger": LedgerWorld}
+    def _database(self, case: Case) -> Database | None:
+        return self._held.get(case.ids["run"], self.database)
 
 
 class Database:
@@ -411,43 +160,43 @@ class Database:
             self.cluster.restart()
 
 
+def scenario_class(name: str) -> type[Scenario]:
+    """The scenario module the explorer runs under that name."""
+    if name == "gcp_resource":
+        from experiments.gcp_resource.scenario import GcpResource
+
+        return GcpResource
+    if name == "calendar":
+        from experiments.calendar.scenario import Calendar
+
+        return Calendar
+    if name == "ledger":
+        from experiments.explore.ledger import Ledger
+
+        return Ledger
+    raise ValueError(f"unknown scenario {name!r}")
+
+
 @contextlib.contextmanager
-def world(scenario: str, work: Path, journal: str = "jsonl") -> Iterator[Any]:
-    """The scenario's stand-ins (and the journal database) for the block; `.env` is what its workers need."""
+def world(scenario: str, work: Path, journal: str = "jsonl", claim_ttl: float | None = None,
+          own_database: int = 0) -> Iterator[World]:
+    """The scenario over its stand-ins and the journal database for the block; with `own_database` > 0, that many
+    clusters, each run holding one alone (a hazard that restarts the server then strikes that run only)."""
+    chosen = scenario_class(scenario)
+    args = argparse.Namespace(live=False, journal=None, systems=list(chosen.systems),
+                              faults=[chosen.fault_type("explore")])
     with contextlib.ExitStack() as stack:
-        chosen = WORLDS[scenario].services(stack, work)
+        services = stack.enter_context(live.services(False, work / "services", chosen.roles))
+        instance = chosen(args, services, work / "cases")
+        stack.enter_context(instance.open())
+        explored = World(instance, services, claim_ttl)
         if journal == "postgresql":
             from experiments.services.postgres import TempCluster
 
-            chosen.database = Database(stack.enter_context(TempCluster()))
-        yield chosen
-
-
-def _export(stack: contextlib.ExitStack, env: dict[str, str]) -> None:
-    """Put `env` into this process's environment (its own clients read it) until the stack closes."""
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-
-    def restore() -> None:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
+            if own_database:
+                explored.databases = queue.Queue()
+                for _ in range(own_database):
+                    explored.databases.put(Database(stack.enter_context(TempCluster())))
             else:
-                os.environ[name] = value
-
-    stack.callback(restore)
-
-
-def _jsonl(path: Path, offset: int) -> Iterator[dict[str, Any]]:
-    """The log's lines from `offset` on (everything a run wrote comes after the size seen at its setup)."""
-    with open(path, "rb") as lines:
-        lines.seek(max(offset - 1, 0))
-        if offset and lines.read(1) != b"\n":
-            lines.readline()  # the offset fell inside a line written before the run: skip its rest
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)
-
-
-def _rfc3339(instant: datetime) -> str:
-    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+                explored.database = Database(stack.enter_context(TempCluster()))
+        yield explored

@@ -22,7 +22,7 @@ from google.cloud import storage
 
 from interlock.hooks import Hooks
 
-from experiments import crash, outcomes
+from experiments import crash, outcomes, planted
 from experiments.atomic import write_json
 from experiments.gcp_resource.case import AGENT, AGENT_WRITER, INCIDENT_ID, JOB_FILE, LOG_FILE, WRITER_KEY, read_json
 from experiments.phases import DECIDE
@@ -87,7 +87,9 @@ def deliver(system: str, phase: str, case_dir: Path, client: storage.Client,
     blob.metadata = message["metadata"]
     precondition = {"if_generation_match": int(message["generation"])} if guarded else {}
     try:
+        planted.bug(planted.BEFORE_REQUEST)
         blob.upload_from_string(message["body"], content_type="application/json", retry=None, **precondition)
+        planted.bug(planted.AFTER_APPLY)
     except PreconditionFailed:
         outcome, ids = _earlier_delivery(client, message)
     else:

@@ -14,6 +14,7 @@ from interlock.hooks import Hooks
 from interlock.receipts import verify
 from interlock.targets.gcs import GcsObjectTarget, generation_premise
 
+from experiments import planted
 from experiments.gcp_resource.case import (AGENT, AGENT_WRITER, INCIDENT_FILE, JOURNAL_FILE, WRITER_KEY,
                                            IncidentLease, effect_key)
 from experiments.journals import case_bundle, open_for_case
@@ -43,7 +44,8 @@ def submit(system: str, case_dir: Path, client: storage.Client, case: dict[str, 
     journal, claims = open_for_case(case_dir / JOURNAL_FILE)
     if system == INTERLOCK_TTL:
         claims = TtlClaims(FileClaims(case_dir / f"{JOURNAL_FILE}.claims"), case_dir / f"{JOURNAL_FILE}.ttl")
-    target = GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER}, in_flight=IN_FLIGHT_SECONDS)
+    target = planted.target(GcsObjectTarget(client, bucket, name, metadata={WRITER_KEY: AGENT_WRITER},
+                                            in_flight=IN_FLIGHT_SECONDS))
     outcome = Gate(journal, target, claims=claims, claim_wait=CLAIM_WAIT_SECONDS, hooks=hook).submit(effect)
     entries = case_bundle(journal, effect.effect_id, case_dir / JOURNAL_FILE)["entries"]
     receipt = verify({"effect_id": effect.effect_id, "entries": entries})

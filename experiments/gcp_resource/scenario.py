@@ -21,9 +21,10 @@ from interlock import effect_id_for
 
 from experiments import harness, live
 from experiments.atomic import write_json
-from experiments.gcp_resource.case import (CASE_FILE, DECISION_FILE, HUMAN_DEPLOY, HUMAN_REDEPLOY, INCIDENT_FILE,
-                                           INCIDENT_ID, WRITER_KEY, body, effect_key, incident_text, object_name)
-from experiments.gcp_resource.faults import FAULTS
+from experiments.gcp_resource.case import (AGENT_WRITER, CASE_FILE, DECISION_FILE, HUMAN_DEPLOY, HUMAN_REDEPLOY,
+                                           INCIDENT_FILE, INCIDENT_ID, JOURNAL_FILE, LOG_FILE, WRITER_KEY, body,
+                                           effect_key, incident_text, object_name)
+from experiments.gcp_resource.faults import FAULTS, GcpFault
 from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS, INTERLOCK_TTL
 from experiments.gcp_resource.systems import SYSTEMS
 from experiments.runner import OUTAGE, PAUSED, Case, Scenario
@@ -38,9 +39,9 @@ RECORDS = {
     INTERLOCK_TTL: "hash-chained journal: the decision, its premise, each incident check, each send and what "
                    "recovery re-checked",
     "dbos_step": "DBOS system database: the workflow's status, input and output rows and its step's checkpointed "
-                 "output (peer_record_<phase>.json)",
+                 "output (peer_record_<phase>.json, peer_record_after_run.json)",
     "powertools_idempotent": "Powertools idempotency record in Redis: status, expiry, in-progress expiry and the "
-                             "stored answer (peer_record_<phase>.json)",
+                             "stored answer (peer_record_<phase>.json, peer_record_after_run.json)",
 }
 CLAIMS = {
     "interlock": {"kind": "flock per effect, released by the kernel when its owner dies",
@@ -50,6 +51,7 @@ CLAIMS = {
                     "ttl_seconds": TTL_SECONDS, "claim_wait_seconds": CLAIM_WAIT_SECONDS},
 }
 
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Run by default, in column order; the rest of SYSTEMS runs when --systems names it.
 DEFAULT_SYSTEMS = ("no_check", "hand_check", "interlock", "dbos_step", "powertools_idempotent")
 # The control: the published run's claims (a 30 s TTL) on one before-send and one after-commit row.
@@ -66,6 +68,10 @@ class GcpResource(Scenario):
     extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
     controls = CONTROLS
     faults = FAULTS
+    fault_type = GcpFault
+    journal_file = JOURNAL_FILE
+    send_log = LOG_FILE
+    actions = ("human_write", "lease_revoked")
 
     @contextlib.contextmanager
     def open(self) -> Iterator[None]:
@@ -122,9 +128,45 @@ class GcpResource(Scenario):
         when = {OUTAGE: "outage", PAUSED: "recovery"}.get(moment)
         if when is None or case.fault.redeploy != when:
             return None
+        return self.perform(case, "human_write", when)
+
+    def perform(self, case: Case, action: str, when: str) -> dict[str, Any]:
+        """The human redeploys v43 with no precondition (`human_write`), or the incident is resolved."""
+        if action == "lease_revoked":
+            write_json(case.directory / INCIDENT_FILE, {INCIDENT_ID: "resolved"})
+            return {"incident": "resolved", "at": time.time(), "when": when}
         generation = self._upload(case.ids["bucket"], case.ids["object"], "v43", HUMAN_REDEPLOY)
         case.ids["human_redeploy_generation"] = generation
         return {"human_redeploy_generation": generation, "at": time.time()}
+
+    def agent_writes(self, case: Case) -> tuple[list[tuple[str, float]], int]:
+        """Agent uploads of the object from the proxy's log (answered 200, or committed and cut), each timed when
+        the proxy received it; the agent's generations in the version listing."""
+        proxy = self.services.gcs_proxy
+        if proxy is None:
+            raise NotImplementedError("the agent's writes are read from the recording proxy of the stand-in")
+        name = case.ids["object"]
+        writes = [(str(e["generation"]), float(e.get("received_ts", e["ts"]))) for e in proxy.exchanges_of(name)
+                  if e.get("method") in WRITE_METHODS and e.get("generation") and (e.get("status") == 200 or e["cut"])
+                  and (e.get("metadata") or {}).get(WRITER_KEY) == AGENT_WRITER]
+        versions = self.client.list_blobs(case.ids["bucket"], prefix=name, versions="true")
+        return writes, sum(b.name == name and (b.metadata or {}).get(WRITER_KEY) == AGENT_WRITER for b in versions)
+
+    def slow_writes(self, case: Case, seconds: float) -> None:
+        """The proxy holds each agent upload of the object for `seconds` before relaying it to the store."""
+        name = case.ids["object"]
+        self.services.gcs_proxy.delays.slow(
+            name, lambda r: r["method"] == "POST" and r["object"] == name
+            and (r.get("metadata") or {}).get(WRITER_KEY) == AGENT_WRITER, seconds)
+
+    def held_writes(self, case: Case) -> list[dict[str, Any]]:
+        """The agent uploads the proxy held so far."""
+        return self.services.gcs_proxy.delays.arrivals(case.ids["object"])
+
+    def release(self, case: Case) -> None:
+        """Stop holding the object's uploads."""
+        if self.services.gcs_proxy is not None:
+            self.services.gcs_proxy.delays.forget(case.ids["object"])
 
     def _ground_truth(self, case: Case) -> dict[str, Any]:
         """The live object's raw resource and the raw versions=true listing of the object, oldest first."""

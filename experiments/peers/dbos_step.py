@@ -95,7 +95,7 @@ def _settle(phase: str, job: PeerJob) -> tuple[str, dict[str, Any]]:
     return result["outcome"], {**result["ids"], **ids}
 
 
-def record(job: PeerJob, database_url: str) -> dict[str, Any]:
+def record(job_id: str, database_url: str) -> dict[str, Any]:
     """The job's rows of DBOS's own record (workflow status, step outputs), read straight from the system database."""
     import sqlalchemy as sa
 
@@ -106,12 +106,12 @@ def record(job: PeerJob, database_url: str) -> dict[str, Any]:
     try:
         with engine.connect() as conn:
             tables = {table: [_plain(dict(row)) for row in conn.execute(
-                sa.text(f"SELECT * FROM {schema}{table} WHERE workflow_uuid = :id"), {"id": job.job_id}).mappings()]
+                sa.text(f"SELECT * FROM {schema}{table} WHERE workflow_uuid = :id"), {"id": job_id}).mappings()]
                 for table in RECORD_TABLES}
     finally:
         engine.dispose()
     tables["operation_outputs"].sort(key=lambda row: row.get("function_id") or 0)
-    return {"peer": DBOS_STEP, "system_database": "postgresql" if postgres else "sqlite", "workflow_id": job.job_id,
+    return {"peer": DBOS_STEP, "system_database": "postgresql" if postgres else "sqlite", "workflow_id": job_id,
             **tables}
 
 

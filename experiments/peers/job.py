@@ -39,6 +39,11 @@ class PeerJob:
     send: Send
 
 
+# Where each worker names its job (so the harness can read the peer's record after the run), and where the
+# harness leaves that reading.
+KEY_FILE, AFTER_RUN_FILE = "peer_key.json", "peer_record_after_run.json"
+
+
 def record_file(phase: str) -> str:
     """Where a worker of `phase` leaves the peer's record."""
     return f"peer_record_{phase}.json"

@@ -141,13 +141,13 @@ def _stored(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> d
     return json.loads(raw) if raw is not None else None
 
 
-def record(job: PeerJob, redis_url: str) -> dict[str, Any]:
+def record(job_id: str, redis_url: str) -> dict[str, Any]:
     """The job's idempotency record as Redis holds it: the stored JSON, its time to live, and any orphan lock."""
     os.environ["AWS_LAMBDA_FUNCTION_NAME"] = FUNCTION_NAME
     persistence = store(redis_url)
     persistence.configure(config(), key_prefix=KEY_PREFIX)
-    event = {"job_id": job.job_id, "request": job.request}
+    event = {"job_id": job_id}  # the key is derived from the job id alone (event_key_jmespath)
     key = _key(persistence, event)
-    return {"peer": POWERTOOLS_IDEMPOTENT, "store": "redis", "idempotency_key": key, "job_id": job.job_id,
+    return {"peer": POWERTOOLS_IDEMPOTENT, "store": "redis", "idempotency_key": key, "job_id": job_id,
             "value": _stored(persistence, event), "ttl_seconds": persistence.client.ttl(key),
             "lock": persistence.client.get(f"{key}:lock"), "read_at": time.time()}

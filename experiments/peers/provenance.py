@@ -19,6 +19,11 @@ DBOS_DOCS = [
      "url": "https://docs.dbos.dev/python/tutorials/database-connection"},
     {"section": "Self-hosting: recovery of PENDING workflows on restart, per executor id",
      "url": "https://docs.dbos.dev/self-hosting"},
+    {"section": "Production: workflow recovery (executor_id in the DBOS config; a restart recovers its own PENDING "
+                "workflows)",
+     "url": "https://docs.dbos.dev/production/self-hosting/workflow-recovery"},
+    {"section": "Explanations: concurrent executions (steps at least once, workflow outcomes exactly once)",
+     "url": "https://docs.dbos.dev/explanations/concurrent-executions"},
     {"section": "Python reference: Configuration (system_database_url, executor_id, serializer)",
      "url": "https://docs.dbos.dev/python/reference/configuration"},
 ]
@@ -43,7 +48,8 @@ def peers_provenance() -> dict[str, Any]:
                              "or the run's PostgreSQL journal database; one executor id per cell; the restart is a "
                              "new process whose DBOS.launch() recovers the PENDING workflow; portable JSON "
                              "serializer so the saved rows read without DBOS",
-            "record": "workflow_status, workflow_input, workflow_output and operation_outputs rows of the job",
+            "record": "workflow_status, workflow_input, workflow_output and operation_outputs rows of the job, as "
+                      "each worker found and left them and as the harness read them after the last worker exited",
             "docs": DBOS_DOCS,
         },
         POWERTOOLS_IDEMPOTENT: {
@@ -56,7 +62,8 @@ def peers_provenance() -> dict[str, Any]:
                              "RedisCachePersistenceLayer on a local redis-server without persistence; a restart "
                              "that finds the record INPROGRESS invokes once more after its in-progress expiry",
             "stand_ins": "no Lambda runtime: the context object is a stand-in with the runtime's fields",
-            "record": "the job's idempotency record in Redis (stored JSON, TTL, orphan lock) before and after",
+            "record": "the job's idempotency record in Redis (stored JSON, TTL, orphan lock), as each worker found "
+                      "and left it and as the harness read it after the last worker exited",
             "docs": POWERTOOLS_DOCS,
         },
         "temporal": {"measured": False,

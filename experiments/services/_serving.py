@@ -1,4 +1,5 @@
-"""What every loopback stand-in shares: a free port, a server thread, and the one-shot connection cut."""
+"""What every loopback stand-in shares: a free port, a server thread, the one-shot connection cut, and the
+slow writes that land seconds after they arrived."""
 
 from __future__ import annotations
 
@@ -93,6 +94,53 @@ class Cuts:
                     del self._pending[index]
                     return True
         return False
+
+
+class Delays:
+    """Writes a service holds for a while after they arrived, before it lets them land: a request can outlive the
+    process that sent it. Each rule has a key (one run's object or event) so it can be dropped when the run ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rules: dict[str, tuple[Predicate, float]] = {}
+        self._arrivals: dict[str, list[dict]] = {}
+
+    def slow(self, key: str, predicate: Predicate, seconds: float) -> None:
+        """Hold every request that satisfies `predicate` for `seconds` before it lands, until `forget(key)`."""
+        with self._lock:
+            self._rules[key] = (predicate, seconds)
+            self._arrivals[key] = []
+
+    def forget(self, key: str) -> None:
+        """Drop the rule and what it saw."""
+        with self._lock:
+            self._rules.pop(key, None)
+            self._arrivals.pop(key, None)
+
+    def arrivals(self, key: str) -> list[dict]:
+        """The requests the rule held so far: `{"arrived": epoch seconds, "landed": bool}` each, oldest first."""
+        with self._lock:
+            return [dict(a) for a in self._arrivals.get(key, [])]
+
+    @contextlib.contextmanager
+    def hold(self, request: dict) -> Iterator[float | None]:
+        """Wait out the delay of the rule `request` meets, then let the block land it; yields when it arrived
+        (None: no rule held it). The wait goes on whether or not the client is still there."""
+        with self._lock:
+            rule = next(((key, seconds) for key, (predicate, seconds) in self._rules.items() if predicate(request)),
+                        None)
+            arrival = {"arrived": time.time(), "landed": False}
+            if rule is not None:
+                self._arrivals[rule[0]].append(arrival)
+        if rule is None:
+            yield None
+            return
+        time.sleep(rule[1])  # the service's own work, not a wait for another process
+        try:
+            yield arrival["arrived"]
+        finally:
+            with self._lock:
+                arrival["landed"] = True
 
 
 def reset_connection(handler: BaseHTTPRequestHandler) -> None:

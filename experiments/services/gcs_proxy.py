@@ -3,7 +3,9 @@
 The experiments judge against what the service holds; this proxy adds what went over the wire: every request and
 its answer, one JSON line each, with the object, the generation it produced and the object's custom metadata.
 It can also cut the connection after the upstream answered (the write committed) and before the client reads a
-byte of the answer, which is the one fault a process crash cannot produce.
+byte of the answer, which is the one fault a process crash cannot produce; and hold chosen writes for a while
+before relaying them (`delays`), so a write lands at the store seconds after it arrived, whether or not its sender
+still lives. A held write's log entry carries `received_ts`, when it arrived.
 
 What the real google-cloud-storage client does with a cut upload (pinned by tests/test_gcs_proxy.py): with
 `retry=None` it raises `requests.exceptions.ConnectionError` while the object is committed upstream. With its
@@ -27,8 +29,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from experiments.services._serving import (Cuts, Predicate, error_log_beside, loopback_server, reset_connection,
-                                           serving)
+from experiments.services._serving import (Cuts, Delays, Predicate, error_log_beside, loopback_server,
+                                           reset_connection, serving)
 
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 
@@ -43,8 +45,10 @@ class RecordingProxy:
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._cuts = Cuts()
+        self.delays = Delays()
         self._lock = threading.Lock()
         self._seq = 0
+        self._by_object: dict[str, list[dict]] = {}
         self.endpoint = ""
 
     def cut_next(self, predicate: Predicate) -> None:
@@ -58,6 +62,11 @@ class RecordingProxy:
                 return []
             return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
 
+    def exchanges_of(self, name: str) -> list[dict]:
+        """The logged exchanges that name this object, oldest first (without reading the whole log again)."""
+        with self._lock:
+            return [dict(entry) for entry in self._by_object.get(name, [])]
+
     def record(self, entry: dict) -> dict:
         """Number the entry, decide whether it is cut, and append it to the log."""
         with self._lock:
@@ -66,6 +75,8 @@ class RecordingProxy:
             entry["cut"] = self._cuts.take(entry)
             with open(self.log_path, "a") as log:
                 log.write(json.dumps(entry, sort_keys=True) + "\n")
+            if entry.get("object"):
+                self._by_object.setdefault(entry["object"], []).append(entry)
         return entry
 
 
@@ -91,6 +102,14 @@ def _describe(method: str, target: str, request_headers: http.client.HTTPMessage
         "generation": named.get("generation"),
         "metadata": named.get("metadata"),
     }
+
+
+def _asked(method: str, target: str, headers: http.client.HTTPMessage, body: bytes | None) -> dict:
+    """What a request asks, before any answer: its method, path, the object it names and the metadata it uploads."""
+    path = urllib.parse.urlsplit(target).path
+    uploaded = _uploaded_resource(headers, body or b"") if path.startswith("/upload/") else {}
+    return {"method": method, "path": path, "object": uploaded.get("name") or _object_in_path(path),
+            "metadata": uploaded.get("metadata")}
 
 
 def _json_body(headers: http.client.HTTPMessage, body: bytes) -> dict:
@@ -137,15 +156,17 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             request_body = self.rfile.read(length) if length else None
             forwarded = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-            upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=60)
-            try:
-                upstream.request(self.command, self.path, body=request_body, headers=forwarded)
-                answer = upstream.getresponse()
-                body = answer.read()
-            finally:
-                upstream.close()
-            entry = proxy.record(_describe(self.command, self.path, self.headers, request_body, answer.status,
-                                           answer.headers, body))
+            with proxy.delays.hold(_asked(self.command, self.path, self.headers, request_body)) as received:
+                upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=60)
+                try:
+                    upstream.request(self.command, self.path, body=request_body, headers=forwarded)
+                    answer = upstream.getresponse()
+                    body = answer.read()
+                finally:
+                    upstream.close()
+                described = _describe(self.command, self.path, self.headers, request_body, answer.status,
+                                      answer.headers, body)
+                entry = proxy.record(described if received is None else {**described, "received_ts": received})
             if entry["cut"]:
                 reset_connection(self)
                 return

@@ -49,10 +49,11 @@ class PgClaim:
     def confirm(self) -> bool:
         """Whether this epoch still owns the effect with a live lease, now extended to a full ttl (one round trip).
 
-        False when the claim was taken over, its lease ran out, the database cannot be reached, or the answer took
-        so long that the lease it confirms no longer covers a request: the caller must not send.
+        False when the claim was taken over, its lease ran out (its renewals failed), or the answer took so long
+        that the lease it confirms no longer covers a request: the caller must not send. A database that cannot
+        be reached raises JournalUnavailable(sent=False): nothing was sent, and the open send is recovery's.
         """
-        if self._claims is None or self.lost:
+        if self._claims is None or self.lost or self._claims.closed:
             return False
         return self._claims._confirm(self)
 
@@ -82,6 +83,11 @@ class PgClaims:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._run(lambda conn: None, "connect")
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called: the claims no longer renew, and none of them covers a request."""
+        return self._stop.is_set()
 
     def close(self) -> None:
         """Stop renewing and end the claims session: held claims not in a request are free at once."""
@@ -126,14 +132,12 @@ class PgClaims:
 
     def _confirm(self, claim: PgClaim) -> bool:
         began = time.monotonic()
-        try:
-            row = self._run(lambda conn: conn.execute(
-                "UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s),"
-                " in_request = true WHERE effect_id = %s AND epoch = %s AND holder = %s"
-                " AND expires > clock_timestamp() RETURNING true",
-                (self.ttl, claim.effect_id, claim.epoch, claim.holder)).fetchone(), f"claim {claim.effect_id}")
-        except JournalUnavailable:
-            return False
+        row = self._run(lambda conn: conn.execute(
+            "UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s),"
+            " in_request = true WHERE effect_id = %s AND epoch = %s AND holder = %s"
+            " AND expires > clock_timestamp() RETURNING true",
+            (self.ttl, claim.effect_id, claim.epoch, claim.holder)).fetchone(),
+            f"confirm the claim on {claim.effect_id} before its request (not sent)")
         if row is None:
             claim.lost = True
             return False

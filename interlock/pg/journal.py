@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from ..backends import safe_address
+from ..addresses import safe_address
 from ..canonical import canonical_bytes
 from ..errors import ClaimLost, GuardFailed, JournalUnavailable
 from ..journal import EffectRecord, encode, seal

@@ -4,15 +4,19 @@ An unsigned chain is tamper-evident only in a narrow sense: every entry's hash r
 before it, so an edit, a reorder, a deleted entry or a deleted effect inside the chain shows. Anyone who can write
 the file can still rewrite it wholesale, and a cut tail leaves a shorter chain that is consistent. Only a signed
 checkpoint or a signed bundle, checked against a public key kept elsewhere, rules those out.
+
+A receipt also says what the record cannot settle alone: `held_twice` lists every sign that the service holds
+the effect more than once (two landings, a lookup that found two copies, a send made while another was open),
+and a result journaled under a claim epoch another process had already taken over is a problem. Given the
+service's own export of how many copies of each effect it holds (`service=`), a receipt holds the record to it.
 """
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Mapping
 
-from ..canonical import hash_holds
+from ..collector import collector_paused
+from ..canonical import hash_holds, line_holds, loads
 from ..errors import BundleError
 from ..journal import Journal
 from ..signing import checkpoint_statement, sign, signature_holds
@@ -43,10 +47,12 @@ def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
     return out
 
 
-def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
-    """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts."""
+def verify(bundle: Any, *, public_key: str | None = None,
+           service: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Check one effect's chain and say what it establishes: whether it happened, once, authorized, on held facts;
+    `service` maps effect ids to the copies the service holds (an id it does not name is held 0 times)."""
     entries, effect_id, signature = _unpack(bundle)
-    check = EffectCheck(effect_id, any(isinstance(e, dict) and "seq" in e for e in entries))
+    check = EffectCheck(effect_id)
     for entry in entries:
         check.feed(entry, isinstance(entry, dict) and hash_holds(entry))
     signed = None  # a signature proves nothing until it is checked against a key trusted from elsewhere
@@ -55,50 +61,43 @@ def verify(bundle: Any, *, public_key: str | None = None) -> dict[str, Any]:
         signed = signature_holds(signature, bundle_statement(effect_id or "", entries), public_key)
         if not signed:
             extra.append("signature: missing or does not verify against the given public key")
-    return _receipt(check, signed, extra)
+    return _receipt(check, signed, extra, service)
 
 
-def _receipt(check: EffectCheck, signed: bool | None, extra: list[str]) -> dict[str, Any]:
-    problems = check.problems() + extra
+def _receipt(check: EffectCheck, signed: bool | None, extra: list[str],
+             service: Mapping[str, int] | None) -> dict[str, Any]:
+    copies = None if service is None else service.get(check.effect_id or "", 0)
+    problems = check.problems() + extra + (check.against_service(copies) if copies is not None else [])
     return {
         "effect_id": check.effect_id,
-        "format": "chained" if check.chained else "legacy",
+        "format": "chained",
         "valid": not problems,
         "tamper_evident": not check.chain,
         "signed": signed,
         **check.established(),
+        "service_copies": copies,
         "problems": problems,
         "covers": COVERS,
     }
 
 
 def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
-                   checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect.
+                   checkpoint: dict[str, Any] | None = None,
+                   service: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Check a whole journal: the chain across all effects, an optional signed checkpoint, then every effect, and
+    against the service's export of the copies it holds per effect when one is given.
 
     `entries` may be any iterable, a list or a stream read from the file: the journal is checked in one pass and
-    never held whole, only each effect's running check."""
+    never held whole, only each effect's running check. An item may be an entry or a stored line (bytes, without
+    its newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
     if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
-    with _collector_paused():
-        return _verify_journal(entries, public_key, checkpoint)
+    with collector_paused():
+        return _verify_journal(entries, public_key, checkpoint, service)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Verifying builds only acyclic data; on a million parsed entries the cycle collector's repeated passes over
-    them would cost more than the hashing itself."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _verify_journal(entries: Iterable[Any], public_key: str | None,
-                    checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+def _verify_journal(entries: Iterable[Any], public_key: str | None, checkpoint: dict[str, Any] | None,
+                    service: Mapping[str, int] | None) -> dict[str, Any]:
     problems: list[str] = []
     previous: str | None = None
     checks: dict[str, EffectCheck] = {}
@@ -107,11 +106,19 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
     i = -1
     holds_for, found = hash_holds, checks.get  # bound once: this loop runs once per entry
     for i, entry in enumerate(entries):
+        if type(entry) is bytes:
+            raw = entry
+            try:
+                entry = loads(raw)
+            except ValueError:
+                entry = None
+            holds = type(entry) is dict and line_holds(raw, entry)
+        elif type(entry) is dict:
+            holds = holds_for(entry)
         if type(entry) is not dict:
             problems.append(f"entries[{i}]: not an object")
             previous = None
             continue
-        holds = holds_for(entry)
         get = entry.get
         if get("seq") != i or get("prev") != previous or not holds:
             problems += _links(i, entry, previous, holds)
@@ -123,25 +130,32 @@ def _verify_journal(entries: Iterable[Any], public_key: str | None,
         if check is None:
             if type(eid) is not str:
                 continue
-            check = checks[eid] = EffectCheck(eid, "seq" in entry)
+            check = checks[eid] = EffectCheck(eid)
         check.feed(entry, holds)
     signed = None
     if checkpoint is not None:
         signed, unheld = _checkpoint(i + 1, at_checkpoint, checkpoint, public_key)
         problems += unheld
     chain_ok = not problems
-    verified = {eid: _receipt(check, None, []) for eid, check in checks.items()}
+    verified = {eid: _receipt(check, None, [], service) for eid, check in checks.items()}
     for eid, outcome in verified.items():
         problems += [f"effect {eid}: {p}" for p in outcome["problems"] if not p.startswith("entries[")]
+    problems += [f"service: holds {_copies(copies)} of effect {eid}, which the journal does not name"
+                 for eid, copies in sorted((service or {}).items()) if copies > 0 and eid not in verified]
     return {
         "valid": not problems and all(v["valid"] for v in verified.values()),
         "tamper_evident": chain_ok,
         "signed": signed,
         "entries": i + 1,
+        "held_twice": sorted(eid for eid, outcome in verified.items() if outcome["held_twice"]),
         "problems": problems,
         "effects": verified,
         "covers": COVERS,
     }
+
+
+def _copies(count: int) -> str:
+    return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
 def _links(i: int, entry: dict[str, Any], previous: str | None, holds: bool) -> list[str]:

@@ -1,9 +1,11 @@
 """`python -m interlock.receipts FILE`: verify a receipt bundle or a journal and print the result as JSON.
 
 A journal (`.jsonl`) is read across its rolled segments and judged as the library opens it: a torn last line is
-left out and named (`torn_tail`), and a journal cut back behind its witness is invalid.
+left out and named (`torn_tail`), and a journal cut back behind its witness is invalid. `--service FILE` holds
+the record to the service's own export: a JSON object of effect id -> how many copies the service holds.
 
-Exit 0 valid, 1 invalid, 2 unreadable input (one line on stderr naming the file and the field).
+Exit 0 valid with nothing held twice, 1 invalid or an effect held twice (`held_twice`), 2 unreadable input (one
+line on stderr naming the file and the field).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalCorrupt
+from ..errors import BundleError, JournalCorrupt
 from ..segments import journal_bytes
 from ..witness import disagreement, witnessed
-from . import BundleError, verify, verify_journal
+from . import verify, verify_journal
 
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
 
@@ -35,11 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--public-key", help="hex Ed25519 public key that must have signed the bundle or checkpoint")
     parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used")
     parser.add_argument("--archive", help="where a segmented journal's archived segments are")
+    parser.add_argument("--service", help="the service's export: a JSON object of effect id -> copies it holds")
     args = parser.parse_args(argv)
+    try:
+        service = _service(Path(args.service)) if args.service else None
+    except Unreadable as exc:
+        print(f"{args.service}: {exc}", file=sys.stderr)
+        return 2
     try:
         data = _load(Path(args.file), args.at, args.archive)
         checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
-        result = _verify(data, args.public_key, checkpoint)
+        result = _verify(data, args.public_key, checkpoint, service)
         if not args.at and _is_journal(Path(args.file)):
             result = _journal_report(Path(args.file), args.archive, result)
     except (Unreadable, BundleError, JournalCorrupt) as exc:
@@ -47,18 +55,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{where}: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2, default=str))
-    return 0 if result["valid"] else 1
+    return 0 if result["valid"] and not result["held_twice"] else 1
 
 
-def _verify(data: Any, public_key: str | None, checkpoint: dict | None) -> dict[str, Any]:
+def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None,
+            service: dict[str, int] | None) -> dict[str, Any]:
     if isinstance(data, list) and checkpoint is None:
         ids = {e.get("effect_id") for e in data if isinstance(e, dict)}
         whole = all(isinstance(e, dict) and "seq" in e for e in data) and len(ids) != 1
         if not whole:
-            return verify(data, public_key=public_key)
+            return verify(data, public_key=public_key, service=service)
     if isinstance(data, list):
-        return verify_journal(data, public_key=public_key, checkpoint=checkpoint)
-    return verify(data, public_key=public_key)
+        return verify_journal(data, public_key=public_key, checkpoint=checkpoint, service=service)
+    return verify(data, public_key=public_key, service=service)
+
+
+def _service(path: Path) -> dict[str, int]:
+    """The service's export: every effect id it holds with how many copies; a count must be a whole number >= 0."""
+    data = _load(path, "")
+    if not isinstance(data, dict):
+        raise Unreadable(f"expected an object of effect id -> copies, got {type(data).__name__}")
+    for effect_id, copies in data.items():
+        if type(copies) is not int or copies < 0:
+            raise Unreadable(f"{effect_id}: copies must be a whole number >= 0, got {copies!r}")
+    return data
 
 
 def _is_journal(path: Path) -> bool:
@@ -77,7 +97,7 @@ def _load(path: Path, at: str, archive: str | None = None) -> Any:
     else:
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
     return _select(data, at)
 
@@ -91,7 +111,7 @@ def _journal_lines(text: str) -> list[Any]:
             continue
         try:
             data.append(json.loads(line))
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
     return data
 

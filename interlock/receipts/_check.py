@@ -1,28 +1,31 @@
 """One effect's entries checked and folded in a single pass: its chain, each entry's shape, the order of sends and
-resolutions, and what the entries establish. A whole journal feeds every effect's check as it streams by."""
+resolutions, the claim epochs they were written under, and what the entries establish. A whole journal feeds every
+effect's check as it streams by.
+
+Held twice: what the entries say of a second copy at the service. A second landing whose evidence differs from
+the first (a late answer beside a resend's), a send made while an earlier one was open or after one failed, and a
+lookup that answered with a list of two or more copies (a lookup that answers with a list names every copy the
+service holds) each count; so does the service's own export, when the caller passes it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, LEGACY_KINDS, PROPOSED, REDISPATCHED,
-                     REFUSED, RESOLUTIONS, send_open_after, settles)
+from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED,
+                     RESOLUTIONS, send_open_after, settles)
 
-LEGACY_RESEND_VIAS = frozenset({"retry-idempotent", "recovery-reapply", "retry"})
-KNOWN_KINDS = KINDS | LEGACY_KINDS
 FOLDED = frozenset({DISPATCHED, REDISPATCHED, COMMITTED, REFUSED, AMBIGUOUS, LATE_RESULT})
 
 
 class EffectCheck:
     """The running check of one effect; `feed` each entry in order, then read `result`."""
 
-    __slots__ = ("effect_id", "chained", "count", "previous", "last_seq", "chain", "shape", "order", "first",
+    __slots__ = ("effect_id", "count", "previous", "last_seq", "chain", "shape", "order", "first",
                  "order_open", "order_resolved", "counted", "span", "landings", "open_dispatch", "ambiguous",
-                 "happened_once", "refused_reason", "after_target_error", "evidence", "rechecked")
+                 "twice", "refused_reason", "after_target_error", "evidence", "rechecked", "epoch")
 
-    def __init__(self, effect_id: str | None, chained: bool):
+    def __init__(self, effect_id: str | None):
         self.effect_id = effect_id
-        self.chained = chained
         self.count = 0
         self.previous: str | None = None
         self.last_seq = -1
@@ -35,7 +38,8 @@ class EffectCheck:
         self.span: list[dict[str, Any]] = []  # the checks of sends since the last resolution
         self.landings: list[Any] = []  # the evidence of each distinct landing
         self.open_dispatch = self.ambiguous = False
-        self.happened_once = True
+        self.twice: list[str] = []  # what says the service may hold the effect more than once
+        self.epoch = -1  # the highest claim epoch an entry of the effect was written under
         self.refused_reason: Any = None
         self.after_target_error = False
         self.evidence: Any = None
@@ -55,20 +59,17 @@ class EffectCheck:
             self.chain.append(f"entries[{i}]: effect_id {get('effect_id')!r} is not the bundle's {self.effect_id!r}")
         if not holds:
             self.chain.append(f"entries[{i}]: hash does not match the entry's content")
-        chained = self.chained
-        link = "effect_prev" if chained else "prev"
-        if get(link) != self.previous:
-            self.chain.append(f"entries[{i}]: {link} does not link to the entry before it")
-        if chained:
-            seq = get("seq")
-            if type(seq) is not int or seq <= self.last_seq:
-                self.chain.append(f"entries[{i}]: seq {seq!r} does not follow {self.last_seq}")
-            else:
-                self.last_seq = seq
+        if get("effect_prev") != self.previous:
+            self.chain.append(f"entries[{i}]: effect_prev does not link to the entry before it")
+        seq = get("seq")
+        if type(seq) is not int or seq <= self.last_seq:
+            self.chain.append(f"entries[{i}]: seq {seq!r} does not follow {self.last_seq}")
+        else:
+            self.last_seq = seq
         self.previous = get("hash")
         if self.first is None:
             self.first = kind if kind is not None else ""
-        if kind not in KNOWN_KINDS:
+        if kind not in KINDS:
             self.shape.append(f"entries[{i}].kind: unknown kind {kind!r}")
         elif type(get("ts")) not in (int, float):
             self.shape.append(f"entries[{i}].ts: missing or not a number")
@@ -77,30 +78,38 @@ class EffectCheck:
                 if key in entry and type(entry[key]) is not dict:
                     self.shape.append(f"entries[{i}].{key}: expected an object")
                     break
-        if chained:  # a chained journal never holds a second resolution or a result with no send open: the
-            # journal stores a late answer as LATE_RESULT and the gate resolves only what it sent, so each is forged
-            if kind in RESOLUTIONS:
-                settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
-                if settling and self.order_resolved:
-                    self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
-                elif kind != REFUSED and not self.order_open:
-                    self.order.append(f"entries[{i}]: {kind} with no send open")
-                self.order_resolved = self.order_resolved or settling
-            self.order_open = send_open_after(self.order_open, kind)
+        # The journal never holds a second resolution or a result with no send open: it stores a late answer as
+        # LATE_RESULT and the gate resolves only what it sent, so each is forged.
+        if kind in RESOLUTIONS:
+            settling = settles(entry)  # a refusal before any send leaves the effect open to a later submit
+            if settling and self.order_resolved:
+                self.order.append(f"entries[{i}]: {kind} after the effect was already resolved")
+            elif kind != REFUSED and not self.order_open:
+                self.order.append(f"entries[{i}]: {kind} with no send open")
+            self.order_resolved = self.order_resolved or settling
+        self.order_open = send_open_after(self.order_open, kind)
         if kind in FOLDED:
-            self._fold(entry, kind)
+            self._fold(i, entry, kind)
         else:
             rechecked = get("rechecked")
             if type(rechecked) is dict:
                 self.rechecked = rechecked
 
-    def _fold(self, entry: dict[str, Any], kind: Any) -> None:
+    def _fold(self, i: int, entry: dict[str, Any], kind: Any) -> None:
         rechecked = entry.get("rechecked")
         if isinstance(rechecked, dict):
             self.rechecked = rechecked
+        epoch = entry.get("epoch")
+        if type(epoch) is int:
+            if kind in RESOLUTIONS and epoch < self.epoch:  # the journal keeps a superseded answer as LATE_RESULT
+                self.order.append(f"entries[{i}]: {kind} journaled by claim epoch {epoch} after epoch {self.epoch} "
+                                  "took the effect over")
+            self.epoch = max(self.epoch, epoch)
         if kind == DISPATCHED:
-            if self.open_dispatch or self.after_target_error:
-                self.happened_once = False
+            if self.open_dispatch:
+                self.twice.append(f"entries[{i}]: a second DISPATCHED while the first send was open")
+            elif self.after_target_error:
+                self.twice.append(f"entries[{i}]: a DISPATCHED after a send that failed and may have landed")
             self.open_dispatch = True
             self.span = [entry.get("checks") or {}]
         elif kind == REDISPATCHED:
@@ -108,9 +117,7 @@ class EffectCheck:
             self.span.append(rechecked or {})
         elif kind == COMMITTED:
             self.evidence = entry.get("result", entry.get("found"))
-            self.landings.append(self.evidence)
-            if entry.get("via") in LEGACY_RESEND_VIAS and isinstance(rechecked, dict) and "epoch" not in entry:
-                self.span.append(rechecked)  # the published format journaled a resend only in its COMMITTED
+            self._landed(i, self.evidence)
             self.counted += self.span
             self.span, self.open_dispatch, self.ambiguous = [], False, False
         elif kind == REFUSED:
@@ -122,9 +129,31 @@ class EffectCheck:
             self.span, self.open_dispatch, self.ambiguous = [], False, True
         elif kind == LATE_RESULT and entry.get("late_kind") == COMMITTED:
             late = entry.get("result", entry.get("found"))
-            if late not in self.landings:  # the same landing twice is one effect, another one is a duplicate
-                self.landings.append(late)
-                self.evidence = self.evidence if self.evidence is not None else late
+            self._landed(i, late)
+            self.evidence = self.evidence if self.evidence is not None else late
+
+    def _landed(self, i: int, evidence: Any) -> None:
+        """One more answer saying the effect landed: the same landing again is one effect, another is a copy."""
+        if isinstance(evidence, list) and len(evidence) > 1:
+            self.twice.append(f"entries[{i}]: the lookup found {len(evidence)} copies")
+        if evidence in self.landings:
+            return
+        if self.landings:
+            self.twice.append(f"entries[{i}]: a second landing, its evidence unlike the first's")
+        self.landings.append(evidence)
+
+    def against_service(self, copies: int) -> list[str]:
+        """Hold the record to the number of copies the service's own export says it holds; returns the
+        disagreements (a copy held twice goes to `twice`)."""
+        if copies > 1:
+            self.twice.append(f"service: holds {copies} copies")
+        happened = self.established()["happened"]
+        if happened is True and copies == 0:
+            return ["service: holds no copy of an effect the record says landed"]
+        if happened is False and copies > 0:
+            return [f"service: holds {copies} cop{'y' if copies == 1 else 'ies'} of an effect the record says never "
+                    "landed"]
+        return []
 
     def problems(self) -> list[str]:
         """Every problem found, chain first."""
@@ -137,7 +166,8 @@ class EffectCheck:
         happened: Any = True if self.landings else ("unknown" if self.open_dispatch or self.ambiguous else False)
         return {
             "happened": happened,
-            "happened_once": self.happened_once and len(self.landings) <= 1,
+            "happened_once": not self.twice,
+            "held_twice": list(self.twice),
             "authorized_when_fired": all(c.get("lease_live") is True for c in counted) if counted else None,
             "assumptions_held": all(c.get("violations") == [] for c in counted) if counted else None,
             "refused": self.refused_reason if happened is not True else None,

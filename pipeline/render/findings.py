@@ -140,8 +140,5 @@ def evidence(scenario: Scenario, top: Mapping[str, Any], source: str) -> list[st
                      "the run.")
     gate = next((c for c in _gate_cells(scenario) if c.journal), None)
     if gate is not None:
-        raw = top.get("cells", [])[gate.index] if isinstance(top.get("cells"), list) else {}
-        at = (f"cells[{gate.index}].evidence.receipt_bundle" if "evidence" in raw
-              else f'cells[{gate.index}].artifacts["journal.jsonl"]')
-        lines.append(f"python -m interlock.receipts {source} --at '{at}'")
+        lines.append(f"python -m published_format {source} --cell {gate.index}")
     return lines

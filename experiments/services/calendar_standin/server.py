@@ -18,6 +18,7 @@ class CalendarStandin:
 
     def __init__(self, store: CalendarStore, port: int) -> None:
         self.store = store
+        self.delays = store.delays  # inserts held a while after they arrived (services._serving.Delays)
         self.port = port
         self.endpoint = f"http://127.0.0.1:{port}{ROOT}"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from experiments.services._serving import Cuts
+from experiments.services._serving import Cuts, Delays
 from experiments.services.calendar_standin import errors
 from experiments.services.calendar_standin.timing import event_instant, parse_instant, rfc3339, rfc3339_millis
 
@@ -43,6 +43,7 @@ class CalendarStore:
     def __init__(self, log_path: Path | None = None, link_base: str = "") -> None:
         self.lock = threading.Lock()
         self.cuts = Cuts()
+        self.delays = Delays()  # inserts held a while after they arrived, before they land
         self.link_base = link_base
         self._calendars: dict[str, dict[str, dict]] = {}
         self._log: list[dict] = []
@@ -53,9 +54,11 @@ class CalendarStore:
     # writes -------------------------------------------------------------------------------------------------------
 
     def insert(self, calendar_id: str, body: dict) -> Written:
-        """events.insert: the caller may choose the id; an id is never reused, even after a delete."""
+        """events.insert: the caller may choose the id; an id is never reused, even after a delete. An insert a
+        delay holds lands after it, and its log entry carries `received_ts`, when it arrived."""
         event_id = body.get("id")
-        return self._write("insert", calendar_id, event_id, lambda: self._insert(calendar_id, body))
+        with self.delays.hold({"method": "insert", "calendar_id": calendar_id, "event_id": event_id}) as received:
+            return self._write("insert", calendar_id, event_id, lambda: self._insert(calendar_id, body), received)
 
     def delete(self, calendar_id: str, event_id: str) -> Written:
         """events.delete: the event stays readable as cancelled; deleting it again answers 410."""
@@ -70,7 +73,8 @@ class CalendarStore:
         with self.lock:
             return copy.deepcopy(self._log)
 
-    def _write(self, method: str, calendar_id: str, event_id: str | None, operation: Callable[[], dict | None]) -> Written:
+    def _write(self, method: str, calendar_id: str, event_id: str | None, operation: Callable[[], dict | None],
+               received: float | None = None) -> Written:
         with self.lock:
             try:
                 resource = operation()
@@ -85,6 +89,7 @@ class CalendarStore:
                 "calendar_id": calendar_id,
                 "event_id": body["id"] if status == 200 else event_id,
                 "status": status,
+                **({} if received is None else {"received_ts": received}),
             }
             entry["cut"] = self.cuts.take(entry)
             self._log.append(entry)

@@ -1,0 +1,61 @@
+"""The reliability page's reading of the explorer's result files: every hazard file of a scenario in one overview,
+the file journal's and the plain crash schedules first, and a run stopped at its deadline says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.reliability import reliability
+from pipeline.load import BadInput
+
+ROOT = Path(__file__).parents[1]
+
+
+def _summary(scenario: str, hazard: str, journal: str, **seeds: object) -> dict:
+    kinds = {"duplicate_effect": "the service holds the effect more than once"}
+    counts = {"schedules": 4, "held": 4, "violated": 0, "violated_in_window": 0,
+              "violations": {"duplicate_effect": {"count": 0, "in_window": 0, "first": []}}}
+    return {"scenario": scenario, "generated": "2026-12-01T10:00:00+00:00", "command": "python -m experiments.explore",
+            "hazard": {"name": hazard, "what": "", "journal": journal}, "violation_kinds": kinds,
+            "systems": {"interlock": counts}, "seeds": {"first": 0, "count": 4, "planned": 4,
+                                                        "stopped_at_deadline": False, **seeds}}
+
+
+def _write(folder: Path, name: str, data: dict) -> None:
+    (folder / name).write_text(json.dumps(data))
+
+
+def test_a_scenarios_overview_shows_the_file_journal_and_the_crash_schedules_first(tmp_path):
+    _write(tmp_path, "explore_gcp_resource_pg_server_restart.json", _summary("gcp_resource", "server_restart",
+                                                                              "postgresql"))
+    _write(tmp_path, "explore_gcp_resource_sigstop.json", _summary("gcp_resource", "sigstop", "jsonl"))
+    _write(tmp_path, "explore_gcp_resource.json", _summary("gcp_resource", "crash", "jsonl"))
+    _write(tmp_path, "explore_gcp_resource_pg.json", _summary("gcp_resource", "crash", "postgresql"))
+    [(scenario, runs)] = reliability(tmp_path).by_scenario()
+    assert scenario == "gcp_resource"
+    assert [(r.hazard, r.journal) for r in runs] == [("crash", "jsonl"), ("sigstop", "jsonl"),
+                                                     ("crash", "postgresql"), ("server_restart", "postgresql")]
+
+
+def test_a_run_stopped_at_its_deadline_keeps_its_planned_count_and_a_complete_one_has_none(tmp_path):
+    _write(tmp_path, "explore_ledger_pg_server_restart.json",
+           _summary("ledger", "server_restart", "postgresql", count=111, planned=500, stopped_at_deadline=True))
+    _write(tmp_path, "explore_ledger_sigstop.json", _summary("ledger", "sigstop", "jsonl"))
+    runs = {r.hazard: r for r in reliability(tmp_path).explorations}
+    assert runs["server_restart"].planned == 500 and runs["sigstop"].planned is None
+
+
+def test_a_deadline_run_without_its_planned_count_names_the_file_and_the_field(tmp_path):
+    data = _summary("ledger", "sigstop", "jsonl", stopped_at_deadline=True)
+    del data["seeds"]["planned"]
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*planned"):
+        reliability(tmp_path)
+
+
+def test_every_committed_exploration_reads_back():
+    found = reliability(ROOT / "results" / "reliability")
+    assert found.explorations and all(run.systems for run in found.explorations)
