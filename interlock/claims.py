@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 POLL_SECONDS = 0.002
 DEFAULT_TTL = 30.0
+RECORD_BYTES = 512  # an owner record's size on disk, padded
 
 
 @dataclass
@@ -49,9 +50,9 @@ class Claim:
         return self._claims is not None and self._claims._renew(self, sending=True)
 
     def holds(self) -> bool:
-        """Whether this epoch still owns the effect, renewing it: the fence of each of its journal entries, which
-        also ends the sending mark of `confirm` (an entry follows every request)."""
-        return self._claims is not None and self._claims._renew(self, sending=False)
+        """Whether this epoch still owns the effect: the fence of each of its journal entries, which also ends the
+        sending mark of `confirm` (an entry follows every request). A read, and a write only to end the mark."""
+        return self._claims is not None and self._claims._holds(self)
 
     def holder_alive(self) -> bool:
         """Whether the holder this claim was taken over from may still send: it was stopped (or hung) between
@@ -154,13 +155,26 @@ class FileClaims:
         claim._fd = fd
         return True
 
+    def _holds(self, claim: Claim) -> bool:
+        with self._owner_file(claim.effect_id) as owner_fd:
+            record = _read(owner_fd)
+            if not self._owns(record, claim):
+                return False
+            if record.get("sending"):
+                _write(owner_fd, {**record, "sending": False})
+            return True
+
+    def _owns(self, record: dict[str, Any], claim: Claim) -> bool:
+        """Whether the owner record is this claim's, given back by nobody and renewed within the ttl."""
+        mine = record.get("epoch") == claim.epoch and record.get("pid") == os.getpid()
+        return mine and not record.get("released") and time.time() - record.get("renewed", 0.0) <= self.ttl
+
     def _renew(self, claim: Claim, sending: bool | None = None) -> bool:
         """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
         when given); False otherwise."""
         with self._owner_file(claim.effect_id) as owner_fd:
             record = _read(owner_fd)
-            mine = record.get("epoch") == claim.epoch and record.get("pid") == os.getpid()
-            if not mine or record.get("released") or time.time() - record.get("renewed", 0.0) > self.ttl:
+            if not self._owns(record, claim):
                 return False
             _write(owner_fd, {**record, "renewed": time.time(),
                               "sending": record.get("sending", False) if sending is None else sending})
@@ -225,5 +239,9 @@ def _read(fd: int) -> dict[str, Any]:
 
 
 def _write(fd: int, record: dict[str, Any]) -> None:
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(record).encode(), 0)
+    """Overwrite the record in place, padded to a fixed size: truncating first would free and allocate the file's
+    block on every renewal, several times the cost of the write. JSON reads back past the padding."""
+    data = json.dumps(record).encode().ljust(RECORD_BYTES)
+    os.pwrite(fd, data, 0)
+    if os.fstat(fd).st_size > len(data):
+        os.ftruncate(fd, len(data))

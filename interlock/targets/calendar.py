@@ -83,7 +83,7 @@ class CalendarEventTarget:
     def _get(self, effect_id: str) -> dict[str, Any] | None:
         try:
             return self.events.get(calendarId=self.calendar_id,
-                                             eventId=event_id_for(effect_id)).execute(num_retries=0)
+                                   eventId=event_id_for(effect_id)).execute(num_retries=0)
         except HttpError as exc:
             if exc.resp.status in (404, 410):
                 return None
