@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import sys
 import time
@@ -23,10 +24,10 @@ def main(names: list[str]) -> int:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
         return 2
     for name in names or available:
-        started = time.perf_counter()
+        started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
         numbers = importlib.import_module(f"bench.{name}").run()
         numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
-        write_result(OUT / f"{name}.json", numbers)
+        write_result(OUT / f"{name}.json", numbers, load_at_start=load)
         print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
     return 0
 

@@ -14,8 +14,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def provenance() -> dict[str, Any]:
-    """Where and when the numbers were measured: a figure means little without the machine and the code."""
+def provenance(load_at_start: float | None = None) -> dict[str, Any]:
+    """Where and when the numbers were measured: a figure means little without the machine, the code, and how
+    busy the shared machine was (the 1-minute load average at the start and the end of the run)."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
@@ -26,6 +27,7 @@ def provenance() -> dict[str, Any]:
         "commit": commit,
         "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None,
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "load_average": {"at_start": load_at_start, "at_end": round(os.getloadavg()[0], 2)},
     }
 
 
@@ -37,11 +39,11 @@ def against(figure: float, relation: str, target: float) -> dict[str, Any]:
     return {"measured": figure, "target": f"{relation} {target}", "met": RELATIONS[relation](float(figure), target)}
 
 
-def write_result(path: Path, numbers: dict[str, Any]) -> None:
+def write_result(path: Path, numbers: dict[str, Any], *, load_at_start: float | None = None) -> None:
     """Write `numbers` with their provenance to `path` via a synced temporary file and a rename, so an
     interrupted run leaves the previous result whole, never half of a new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({**numbers, "provenance": provenance()}, indent=2, sort_keys=True) + "\n"
+    text = json.dumps({**numbers, "provenance": provenance(load_at_start)}, indent=2, sort_keys=True) + "\n"
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:

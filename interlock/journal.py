@@ -61,7 +61,7 @@ def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str
          record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
     """The next entry, linked and hashed; a resolution that comes late (the effect is already resolved, or the
     writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
-    return sealed(kind, effect_id, plain(data), seq=seq, prev=prev, record=record, late=late)
+    return laid_out(kind, effect_id, plain(data), seq=seq, prev=prev, record=record, late=late)[0]
 
 
 def plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -71,15 +71,10 @@ def plain(data: dict[str, Any]) -> dict[str, Any]:
     return plain_data
 
 
-def sealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
-           record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
-    """`seal` for data that is already `plain`."""
-    return laid_out(kind, effect_id, data, seq=seq, prev=prev, record=record, late=late)[0]
-
-
 def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
              record: EffectRecord | None, late: bool = False) -> tuple[dict[str, Any], bytes]:
-    """The sealed entry and its journal line, the hash computed once over the bytes the line holds."""
+    """`seal` for data that is already `plain`, with its journal line: the hash is computed once, over the bytes
+    the line holds."""
     if kind not in KINDS:
         raise ValueError(f"unknown journal kind {kind!r}")
     if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):

@@ -19,6 +19,7 @@ def test_a_result_names_its_date_commit_cores_and_python(tmp_path):
     assert stored["verify_entries_per_second"] == 1
     assert made["machine"]["cores"] == os.cpu_count() and made["machine"]["python"] == platform.python_version()
     assert len(made["commit"]) == 40 and made["date"].endswith("+00:00")
+    assert made["load_average"]["at_start"] is None and made["load_average"]["at_end"] >= 0
 
 
 def test_a_result_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path):
