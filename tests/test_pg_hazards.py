@@ -15,11 +15,12 @@ import time
 
 import pytest
 
-from interlock import verify_journal
+from interlock import Gate, verify_journal
+from interlock.backends import open_journal
 from interlock.effects import effect_id_for
 
-from pg_worker import (paused_at, pg_cluster, pg_url, resolutions, start, statuses,  # noqa: F401  (fixtures)
-                       terminate_sessions, wait_for_file, wait_for_put)
+from pg_worker import (LedgerTarget, effect_for, paused_at, pg_cluster, pg_url,  # noqa: F401  (fixtures)
+                       resolutions, start, statuses, terminate_sessions, wait_for_file, wait_for_put)
 
 pytest.importorskip("psycopg")
 from interlock.pg import PgClaims, PgJournal  # noqa: E402
@@ -122,20 +123,22 @@ def test_a_request_in_flight_when_its_sender_is_killed_is_found_not_resent(pg_ur
 
 
 def test_a_double_apply_the_record_cannot_see_is_flagged_against_the_services_export(pg_url, ledger, tmp_path):
-    eid = effect_id_for("k")
-    ledger.configure(delay=1.5)  # longer than the in_flight bound the target declares: a wrong declaration
-    sender = start(pg_url, ledger.endpoint, ["k"], ttl=TTL, in_flight=0.1)
+    eid, ttl = effect_id_for("k"), 0.5
+    ledger.configure(delay=2.0)  # far longer than the in_flight bound the target declares: a wrong declaration
+    sender = start(pg_url, ledger.endpoint, ["k"], ttl=ttl, in_flight=0.1)
     wait_for_put(ledger, eid, sender)
     sender.kill()
     sender.wait()
-    assert statuses(start(pg_url, ledger.endpoint, ["k"], ttl=TTL, wait=10, in_flight=0.1)) == \
-        ["REAPPLIED_AFTER_QUERY"]  # its lookup came before the first write landed
+    journal, claims = open_journal(pg_url, claim_ttl=ttl)  # recovered here: no process start before its lookup
+    gate = Gate(journal, LedgerTarget(ledger.endpoint, in_flight=0.1), claims=claims, claim_wait=10)
+    assert gate.recover(effect_for("k")).status == "REAPPLIED_AFTER_QUERY"  # it looked before the first write landed
+    claims.close()
     assert ledger.applies(eid) == 2
-    journal = tmp_path / "journal.jsonl"
-    PgJournal(pg_url).export(journal)
+    exported = tmp_path / "journal.jsonl"
+    journal.export(exported)
     export = tmp_path / "service.json"
     export.write_text(json.dumps({eid: ledger.applies(eid)}))
-    alone = receipts(str(journal))  # one effect's journal: its receipt
+    alone = receipts(str(exported))  # one effect's journal: its receipt
     assert alone.returncode == 0 and json.loads(alone.stdout)["happened_once"]
-    held = receipts(str(journal), "--service", str(export))
+    held = receipts(str(exported), "--service", str(export))
     assert held.returncode == 1 and json.loads(held.stdout)["held_twice"] == ["service: holds 2 copies"]
