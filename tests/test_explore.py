@@ -395,3 +395,22 @@ def test_a_run_whose_deadline_passed_before_any_schedule_writes_nothing(tmp_path
     assert not (tmp_path / "explore_ledger_send_raises.json").exists()
     history = tmp_path / "history"
     assert not history.exists() or not any(history.iterdir())
+
+
+def test_an_event_id_recovery_retired_with_its_placeholder_holds_no_booking(tmp_path):
+    from interlock.targets.calendar import CalendarEventTarget
+    from experiments.explore.worlds import world
+
+    schedule = schedule_for("calendar", 0, "slow_service")
+    with world("calendar", tmp_path / "world") as explored:
+        case_dir = tmp_path / "case"
+        case_dir.mkdir()
+        case = explored.setup(case_dir, schedule, "interlock")
+        target = CalendarEventTarget(explored.scenario.service, explored.scenario.calendar_id)
+        target.close_out(case.ids["effect_id"], {}, epoch=1)
+        log = explored.scenario.services.calendar.write_log()
+        truth = explored.truth(case)
+        explored.finish(case)
+    assert any(e["method"] == "insert" and e["event_id"] == case.ids["agent_event_id"] and e["status"] == 200
+               for e in log), "the placeholder's own insert is in the stand-in's write log"
+    assert truth.writes == [] and truth.live == 0
