@@ -212,7 +212,7 @@ def test_a_version_fence_refuses_at_once_when_the_premise_it_covers_moved(world,
 
 
 def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses_at_once(world, ledger):
-    ledger.configure(delay=0.6, fences=["epoch"])
+    ledger.configure(delay=2.0, fences=["epoch"])
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
     revoke(world)
     outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
@@ -224,7 +224,7 @@ def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses
 
 
 def test_an_epoch_fence_raised_by_recovery_lets_it_resend_at_once_without_a_second_apply(world, ledger):
-    ledger.configure(delay=0.6, fences=["epoch"])
+    ledger.configure(delay=2.0, fences=["epoch"])
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
     outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
                               "--claim-wait", "0"))
