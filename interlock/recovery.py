@@ -91,10 +91,7 @@ class Recovery:
         if settled is not None:
             return settled
         if not covers(self.target, {DEDUPE}):  # a resend could land beside a stray: none may be left in flight
-            early = self._shut_out()
-            if early is not None:
-                return early
-            settled = self.look_up(rechecked)
+            settled = self._look_once_none_can_land(rechecked)
             if settled is not None:
                 return settled
         return self._resend(rechecked, "recovery-reapply", Status.REAPPLIED_AFTER_QUERY)
@@ -116,6 +113,12 @@ class Recovery:
             "reason": f"the send raised {error['type']}: {error['message']}", "error": error,
             "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
+
+    def _look_once_none_can_land(self, rechecked: Check) -> Outcome | None:
+        """Shut the earlier send's requests out, then look once more: what `_shut_out` reports, else the lookup's
+        answer (None when the effect is not at the service)."""
+        early = self._shut_out()
+        return early if early is not None else self.look_up(rechecked)
 
     def _shut_out(self) -> Outcome | None:
         """Make sure no request of the earlier send can still land: the target's `close_out` makes the service
@@ -176,10 +179,7 @@ class Recovery:
         if settled is not None:
             return settled
         if not covers(self.target, rechecked.moved()):  # the service would still take a stray request
-            early = self._shut_out()
-            if early is not None:
-                return early
-            settled = self.look_up(rechecked)
+            settled = self._look_once_none_can_land(rechecked)
             if settled is not None:
                 return settled
         code = RefusalCode.LEASE_AT_RECOVERY if not rechecked.lease_live else RefusalCode.STALE_PREMISE_AT_RECOVERY
