@@ -55,6 +55,17 @@ def kill_while_at_the_service(directory: Path, ledger, *args: str) -> None:
     assert ledger.applies(EFFECT) == 0, "the write landed before the kill: the schedule did not race"
 
 
+def stopped_at(directory: Path, ledger, point: str, *args: str) -> subprocess.Popen:
+    """A sender held at a hook point, then SIGSTOPped there: the caller sends SIGCONT."""
+    pause = directory / "paused"
+    sender = worker(directory, ledger, *args,
+                    env=clean_env(INTERLOCK_PAUSE_AT=point, INTERLOCK_PAUSE_FILE=str(pause)))
+    wait_until(pause.exists, what=f"the sender reaching {point}")
+    sender.send_signal(signal.SIGSTOP)
+    pause.unlink()
+    return sender
+
+
 def receipt(directory: Path) -> dict:
     return verify(bundle(Journal(directory / "journal.jsonl"), EFFECT))
 
@@ -97,13 +108,8 @@ def test_a_version_fenced_write_that_landed_late_is_recorded_as_committed(world,
 
 
 def test_a_paused_sender_loses_its_claim_and_does_not_send_after_its_lease_ended(world, ledger):
-    pause = world / "paused"
-    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
-                    env=clean_env(INTERLOCK_PAUSE_AT="before_send", INTERLOCK_PAUSE_FILE=str(pause)))
+    sender = stopped_at(world, ledger, "before_send", "--in-flight", "0.2", "--ttl", "1.0")
     try:
-        wait_until(pause.exists, what="the sender reaching before_send")
-        sender.send_signal(signal.SIGSTOP)
-        pause.unlink()
         (world / "lease.json").write_text(json.dumps({"status": "revoked"}))
         started = time.monotonic()
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
@@ -118,13 +124,8 @@ def test_a_paused_sender_loses_its_claim_and_does_not_send_after_its_lease_ended
 
 
 def test_a_paused_sender_whose_claim_was_taken_over_does_not_send_when_it_wakes(world, ledger):
-    pause = world / "paused"
-    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
-                    env=clean_env(INTERLOCK_PAUSE_AT="before_send", INTERLOCK_PAUSE_FILE=str(pause)))
+    sender = stopped_at(world, ledger, "before_send", "--in-flight", "0.2", "--ttl", "1.0")
     try:
-        wait_until(pause.exists, what="the sender reaching before_send")
-        sender.send_signal(signal.SIGSTOP)
-        pause.unlink()
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
                                   "--claim-wait", "5"))
         assert outcome["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
@@ -147,13 +148,8 @@ def test_an_exception_from_the_send_is_journaled_and_not_retried(world, ledger):
 
 def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_service(world, ledger):
     ledger.configure(fences=["epoch"])
-    pause = world / "paused"
-    sender = worker(world, ledger, "--fence", "epoch", "--in-flight", "0.2", "--ttl", "1.0",
-                    env=clean_env(INTERLOCK_PAUSE_AT="before_request", INTERLOCK_PAUSE_FILE=str(pause)))
+    sender = stopped_at(world, ledger, "before_request", "--fence", "epoch", "--in-flight", "0.2", "--ttl", "1.0")
     try:
-        wait_until(pause.exists, what="the sender reaching before_request")
-        sender.send_signal(signal.SIGSTOP)
-        pause.unlink()
         outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "0.2",
                                   "--ttl", "1.0", "--claim-wait", "5"))
         assert outcome["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
@@ -235,13 +231,8 @@ def test_an_epoch_fence_raised_by_recovery_lets_it_resend_at_once_without_a_seco
 
 
 def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor_settled(world, ledger):
-    pause = world / "paused"
-    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
-                    env=clean_env(INTERLOCK_PAUSE_AT="after_proposed", INTERLOCK_PAUSE_FILE=str(pause)))
+    sender = stopped_at(world, ledger, "after_proposed", "--in-flight", "0.2", "--ttl", "1.0")
     try:
-        wait_until(pause.exists, what="the sender reaching after_proposed")
-        sender.send_signal(signal.SIGSTOP)
-        pause.unlink()
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
                                   "--claim-wait", "5"))
         assert outcome["status"] == "COMMITTED" and ledger.applies(EFFECT) == 1
@@ -256,13 +247,8 @@ def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor
 
 
 def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger):
-    pause = world / "paused"
-    sender = worker(world, ledger, "--in-flight", "0.2", "--ttl", "1.0",
-                    env=clean_env(INTERLOCK_PAUSE_AT="before_request", INTERLOCK_PAUSE_FILE=str(pause)))
+    sender = stopped_at(world, ledger, "before_request", "--in-flight", "0.2", "--ttl", "1.0")
     try:
-        wait_until(pause.exists, what="the sender reaching before_request")
-        sender.send_signal(signal.SIGSTOP)
-        pause.unlink()
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
                                   "--claim-wait", "2"))
         assert outcome["status"] == "IN_FLIGHT", "recovery concluded while the stopped sender could still send"
