@@ -4,8 +4,10 @@ byte-identical across runs and machines."""
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from statistics import median
 
@@ -65,6 +67,28 @@ def bar_charts(series: Sequence[Series], xlabel: str, unit: str) -> dict[str, st
                 svg = svg.replace(colour, colours[role])
             charts[scheme] = svg
     return charts
+
+
+class Drawing:
+    """Charts drawn in worker processes, one per core, while the caller goes on writing pages: matplotlib's layout
+    passes cost a results page more than everything else on it."""
+
+    def __init__(self) -> None:
+        self._pool = ProcessPoolExecutor(max_workers=len(os.sched_getaffinity(0)))
+
+    def __enter__(self) -> Drawing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def settle(self, series: Sequence[Series]) -> Future[dict[str, str]]:
+        """`settle_charts`, drawn in a worker."""
+        return self._pool.submit(settle_charts, series)
+
+    def bars(self, series: Sequence[Series], xlabel: str, unit: str) -> Future[dict[str, str]]:
+        """`bar_charts`, drawn in a worker."""
+        return self._pool.submit(bar_charts, series, xlabel, unit)
 
 
 def _wrap(text: str, width: int = 26) -> str:

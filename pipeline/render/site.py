@@ -6,6 +6,7 @@ import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..chart import Series, bar_charts, settle_charts
+from ..chart import Drawing, Series
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
@@ -241,13 +242,22 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
         _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=columns,
               rows=_comparison_rows(run, columns), differences=run.differences,
               disagreements=run.published.get("disagreements"), **context)
-    series = [Series(side.title, {system: [o.seconds for o in side.of(system) if o.seconds is not None]
-                                  for system in side.systems()}) for side in run.verdict.sides]
-    for scheme, svg in settle_charts(series).items():
-        _write(folder / f"settle-{scheme}.svg", svg)
     for cell in scenario.cells:
         raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
         _write(folder / str(run.links.raw(cell)), raw)
+
+
+def _settle_series(run: Run) -> list[Series]:
+    """The settle chart's bars: crash-to-settled seconds per system, one series per side of the verdict."""
+    return [Series(side.title, {system: [o.seconds for o in side.of(system) if o.seconds is not None]
+                                for system in side.systems()}) for side in run.verdict.sides]
+
+
+def _write_charts(charts: Sequence[tuple[Path, Future[dict[str, str]]]]) -> None:
+    """Each drawn chart as `<stem>-<scheme>.svg`, once its worker is done."""
+    for stem, drawn in charts:
+        for scheme, svg in drawn.result().items():
+            _write(stem.with_name(f"{stem.name}-{scheme}.svg"), svg)
 
 
 def _only_verdict(name: str, figures: Mapping[str, Any]) -> Verdict:
@@ -267,8 +277,10 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
 
-def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path) -> dict[tuple[str, str], dict[str, Markup]]:
-    """One chart per benchmark table that has columns worth drawing; returns their image paths by (file, table)."""
+def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path, drawing: Drawing,
+                  charts: list[tuple[Path, Future[dict[str, str]]]]) -> dict[tuple[str, str], dict[str, Markup]]:
+    """One chart per benchmark table that has columns worth drawing, queued on `charts`; returns their image paths
+    by (file, table)."""
     images = {}
     for bench in benchmarks:
         for table in bench.tables:
@@ -277,8 +289,8 @@ def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path) -> dict[tuple[str
             series = [Series(column, {row[0]: [v] if v is not None else [] for row, v in zip(table.rows, values)})
                       for column, values in table.chart.items()]
             name = f"bench-{slug(bench.name)}-{slug(table.title)}"
-            for scheme, svg in bar_charts(series, table.chart_unit or "value", table.chart_unit).items():
-                _write(docs / "assets" / "charts" / f"{name}-{scheme}.svg", svg)
+            charts.append((docs / "assets" / "charts" / name,
+                           drawing.bars(series, table.chart_unit or "value", table.chart_unit)))
             images[(bench.name, table.title)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
                                                  for scheme in ("light", "dark")}
     return images
@@ -319,19 +331,23 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
                           figures["scenario"].summaries, figures["page"],
                           _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
-    for run in runs:
-        _write_run(env, run, docs)
-    for item in only:
-        _write_published_only(env, item, docs)
-    local = [run for run in runs if not run.scenario.provenance.published]
-    _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
-          verdict=_home_verdict(runs, published))
-    _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
-          bench_charts=_bench_charts(benchmarks, docs))
-    _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
-    _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
-          peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
-    _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
+    with Drawing() as drawing:
+        charts = [(docs / run.links.folder / "settle", drawing.settle(_settle_series(run))) for run in runs]
+        bench_charts = _bench_charts(benchmarks, docs, drawing, charts)
+        for run in runs:
+            _write_run(env, run, docs)
+        for item in only:
+            _write_published_only(env, item, docs)
+        local = [run for run in runs if not run.scenario.provenance.published]
+        _page(env, "home.md.j2", docs / "index.md", runs=runs, only=only, rows=runs + only, local=local,
+              verdict=_home_verdict(runs, published))
+        _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
+              bench_charts=bench_charts)
+        _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
+        _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
+              peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
+        _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
+        _write_charts(charts)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
         pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
