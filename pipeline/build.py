@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .benchmarks import benchmarks
+from .chart import Drawing
 from .derive import derive
 from .load import BadInput
 from .model import Disagreement, Scenario
@@ -72,20 +73,25 @@ def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
             os.environ["SOURCE_DATE_EPOCH"] = previous
 
 
-def render(files: Sequence[Path], docs: Path) -> tuple[list[Scenario], list]:
+def render(files: Sequence[Path], docs: Path, drawing: Drawing | None = None) -> tuple[list[Scenario], list]:
     """Judge every file and the published runs, and write the site's Markdown: everything but mkdocs, as
-    benchmarked. Returns our judged runs followed by the re-judged published ones. The reliability and benchmark
-    pages read whatever results/reliability/ and results/bench/ hold."""
+    benchmarked (charts queued on `drawing` when given, see `render_site`). Returns our judged runs followed by
+    the re-judged published ones. The reliability and benchmark pages read whatever results/reliability/ and
+    results/bench/ hold."""
     scenarios = [derive(path) for path in files]
     published = published_runs()
-    nav = render_site(scenarios, published, docs, reliability(RELIABILITY), benchmarks(BENCH))
+    nav = render_site(scenarios, published, docs, reliability(RELIABILITY), benchmarks(BENCH), drawing)
     return scenarios + [figures["scenario"] for figures in published.values()], nav
 
 
 def _build(files: Sequence[Path], out: Path) -> tuple[Path, list[Scenario]]:
+    """The charts are drawn while mkdocs builds the pages: mkdocs would only copy them, so they are written into
+    the Markdown tree and the built site once it is done."""
     docs, site = out / "docs", out / "site"
-    scenarios, nav = render(files, docs)
-    _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+    with Drawing() as drawing:
+        scenarios, nav = render(files, docs, drawing)
+        _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+        drawing.write(docs, site)
     return site, scenarios
 
 

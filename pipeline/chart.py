@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import median
 
 import matplotlib
@@ -70,11 +71,13 @@ def bar_charts(series: Sequence[Series], xlabel: str, unit: str) -> dict[str, st
 
 
 class Drawing:
-    """Charts drawn in worker processes, one per core, while the caller goes on writing pages: matplotlib's layout
-    passes cost a results page more than everything else on it."""
+    """Charts drawn in worker processes, one per core, while the caller goes on (writing pages, running mkdocs):
+    matplotlib's layout passes cost a results page more than everything else on it. Each chart is queued under
+    its file stem (a path relative to a site root) and written as `<stem>-<scheme>.svg` by `write`."""
 
     def __init__(self) -> None:
         self._pool = ProcessPoolExecutor(max_workers=len(os.sched_getaffinity(0)))
+        self._queued: list[tuple[str, Future[dict[str, str]]]] = []
 
     def __enter__(self) -> Drawing:
         return self
@@ -82,13 +85,23 @@ class Drawing:
     def __exit__(self, *_: object) -> None:
         self._pool.shutdown(cancel_futures=True)
 
-    def settle(self, series: Sequence[Series]) -> Future[dict[str, str]]:
-        """`settle_charts`, drawn in a worker."""
-        return self._pool.submit(settle_charts, series)
+    def settle(self, stem: str, series: Sequence[Series]) -> None:
+        """Queue `settle_charts(series)`."""
+        self._queued.append((stem, self._pool.submit(settle_charts, series)))
 
-    def bars(self, series: Sequence[Series], xlabel: str, unit: str) -> Future[dict[str, str]]:
-        """`bar_charts`, drawn in a worker."""
-        return self._pool.submit(bar_charts, series, xlabel, unit)
+    def bars(self, stem: str, series: Sequence[Series], xlabel: str, unit: str) -> None:
+        """Queue `bar_charts(series, xlabel, unit)`."""
+        self._queued.append((stem, self._pool.submit(bar_charts, series, xlabel, unit)))
+
+    def write(self, *roots: Path) -> None:
+        """Wait for every queued chart and write it under each root; a worker's failure is raised here."""
+        for stem, drawn in self._queued:
+            for scheme, svg in drawn.result().items():
+                for root in roots:
+                    path = root / f"{stem}-{scheme}.svg"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(svg, encoding="utf-8")
+        self._queued.clear()
 
 
 def _wrap(text: str, width: int = 26) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,13 +253,6 @@ def _settle_series(run: Run) -> list[Series]:
                                 for system in side.systems()}) for side in run.verdict.sides]
 
 
-def _write_charts(charts: Sequence[tuple[Path, Future[dict[str, str]]]]) -> None:
-    """Each drawn chart as `<stem>-<scheme>.svg`, once its worker is done."""
-    for stem, drawn in charts:
-        for scheme, svg in drawn.result().items():
-            _write(stem.with_name(f"{stem.name}-{scheme}.svg"), svg)
-
-
 def _only_verdict(name: str, figures: Mapping[str, Any]) -> Verdict:
     """The verdict block of a scenario with published figures and no run of this project."""
     side = _published_side(figures)
@@ -277,9 +270,8 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
 
-def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path, drawing: Drawing,
-                  charts: list[tuple[Path, Future[dict[str, str]]]]) -> dict[tuple[str, str], dict[str, Markup]]:
-    """One chart per benchmark table that has columns worth drawing, queued on `charts`; returns their image paths
+def _bench_charts(benchmarks: Sequence[Benchmark], drawing: Drawing) -> dict[tuple[str, str], dict[str, Markup]]:
+    """One chart per benchmark table that has columns worth drawing, queued on `drawing`; returns their image paths
     by (file, table)."""
     images = {}
     for bench in benchmarks:
@@ -289,8 +281,7 @@ def _bench_charts(benchmarks: Sequence[Benchmark], docs: Path, drawing: Drawing,
             series = [Series(column, {row[0]: [v] if v is not None else [] for row, v in zip(table.rows, values)})
                       for column, values in table.chart.items()]
             name = f"bench-{slug(bench.name)}-{slug(table.title)}"
-            charts.append((docs / "assets" / "charts" / name,
-                           drawing.bars(series, table.chart_unit or "value", table.chart_unit)))
+            drawing.bars(f"assets/charts/{name}", series, table.chart_unit or "value", table.chart_unit)
             images[(bench.name, table.title)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
                                                  for scheme in ("light", "dark")}
     return images
@@ -317,9 +308,10 @@ def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
 
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
                 reliability: Reliability = Reliability((), None),
-                benchmarks: Sequence[Benchmark] = ()) -> list[dict[str, Any]]:
+                benchmarks: Sequence[Benchmark] = (), drawing: Drawing | None = None) -> list[dict[str, Any]]:
     """Write every page of the site into `docs` (emptied first) and return the mkdocs nav for them; a build with
-    no reliability or benchmark files says so on those pages."""
+    no reliability or benchmark files says so on those pages. The charts are written into `docs` before this
+    returns, unless they are queued on the caller's `drawing`, which lets them be drawn while mkdocs runs."""
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
@@ -331,9 +323,10 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
                           figures["scenario"].summaries, figures["page"],
                           _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
-    with Drawing() as drawing:
-        charts = [(docs / run.links.folder / "settle", drawing.settle(_settle_series(run))) for run in runs]
-        bench_charts = _bench_charts(benchmarks, docs, drawing, charts)
+    with nullcontext(drawing) if drawing else Drawing() as charts:
+        for run in runs:
+            charts.settle(f"{run.links.folder}/settle", _settle_series(run))
+        bench_charts = _bench_charts(benchmarks, charts)
         for run in runs:
             _write_run(env, run, docs)
         for item in only:
@@ -347,7 +340,8 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
               peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
         _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
-        _write_charts(charts)
+        if drawing is None:
+            charts.write(docs)
     nav: list[dict[str, Any]] = [{"Home": "index.md"}]
     for run in runs:
         pages = [{f"{run.slug}: results": f"{run.links.folder}/index.md"}]
