@@ -4,7 +4,8 @@ Most of a results page is tables and details blocks the templates write as HTML.
 tag of them through two HTML parsers (mkdocs' anchor scan and the raw block extractor) only to emit them exactly as
 written. These hooks set each such block aside before Markdown runs and leave a one-tag raw block in its place,
 which Markdown treats as it would the block (same place, same lines around it); afterwards the block goes back
-where the stand-in came out, so the page is byte for byte the same. A block Markdown would rewrite is left to it.
+where the stand-in came out, so the page is byte for byte the same. Blocks with only blank lines between them
+share one stand-in. A block Markdown would rewrite is left to it.
 mkdocs loads this file by its path (`hooks:` in mkdocs.yml), so it imports nothing from the package.
 """
 
@@ -47,7 +48,7 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     out: list[str] = []
     blocks: list[str] = []
     fenced = False
-    index = 0
+    index = standin = 0
     while index < len(lines):
         line = lines[index]
         if _FENCE.match(line):
@@ -63,7 +64,12 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
         block = lines[index:end + 1]
         if any(_REWRITTEN.search(part) for part in block):
             out += block
+        elif blocks and len(out) > standin + 1 and not any(out[standin + 1:]):
+            # Only blank lines since the last stand-in: Markdown would emit both blocks a blank line apart.
+            del out[standin + 1:]
+            blocks[-1] += "\n\n" + "\n".join(block)
         else:
+            standin = len(out)
             out.append(f"<div>{token}{len(blocks)}</div>")
             blocks.append("\n".join(block))
         index = end + 1
