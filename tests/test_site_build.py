@@ -251,3 +251,95 @@ def test_the_methodology_page_states_the_remaining_window_with_the_figures_of_th
     monkeypatch.setattr(build_module, "BENCH", tmp_path / "no-bench")
     page = (build([], tmp_path / "out2") / "methodology" / "index.html").read_text()
     assert "The window is not measured in this build" in page
+
+
+_MARKDOWN_EXTENSIONS = ["tables", "attr_list", "md_in_html", "admonition", {"toc": {"permalink": "¶"}}]
+
+
+def _markdown(text: str) -> str:
+    import markdown
+
+    names = [e if isinstance(e, str) else next(iter(e)) for e in _MARKDOWN_EXTENSIONS]
+    configs = {k: v for e in _MARKDOWN_EXTENSIONS if isinstance(e, dict) for k, v in e.items()}
+    return markdown.Markdown(extensions=names, extension_configs=configs).convert(text)
+
+
+def _through_html_blocks(text: str) -> tuple[str, set[str], str]:
+    """The page as the hooks pass it: stand-ins into Markdown, blocks back into its HTML."""
+    from types import SimpleNamespace
+
+    from pipeline.render import html_blocks
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="page.md"), present_anchor_ids=set())
+    standing_in = html_blocks.on_page_markdown(text, page)
+    return html_blocks.on_page_content(_markdown(standing_in), page), page.present_anchor_ids, standing_in
+
+
+def test_html_blocks_set_aside_from_markdown_come_back_exactly_where_markdown_puts_them():
+    page = "\n".join([
+        "# title", "", "A paragraph right above a block.", '<div id="verdict" class="x">', "<table>",
+        "<tr><td>a &#45; b</td></tr>", "</table>", "</div>", "", "<details>", "<summary>s</summary>",
+        '<pre class="t">line one', "", "line &#42;two&#42;</pre>", "</details>", "", "<div>second of a run</div>",
+        "", "", "<div>third, two blank lines up</div>", "", "**bold** text", "", '<p class="t">title</p>',
+        "<div>right under a raw paragraph</div>", "", "- item", "", "<div>\tkept by Markdown: a tab</div>", "",
+        "    <div>indented: code</div>", "", "```", "<div>in a fence</div>", "```", "", "## h {#anchor}", "",
+        '<a name="named"></a>', "", "<div>last</div>", "",
+    ])
+    passed, anchors, markdown_saw = _through_html_blocks(page)
+    assert passed == _markdown(page)
+    assert anchors == {"verdict"}  # mkdocs' own scan sees the <a name> that stayed in the Markdown
+    assert "<table>" not in markdown_saw and "<summary>" not in markdown_saw and "second of a run" not in markdown_saw
+    assert "a tab" in markdown_saw and "indented: code" in markdown_saw and "in a fence" in markdown_saw
+
+
+def test_a_stand_in_markdown_did_not_give_back_fails_the_build():
+    from types import SimpleNamespace
+
+    from pipeline.render import html_blocks
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="page.md"), present_anchor_ids=set())
+    html_blocks.on_page_markdown("text\n\n<div>\n<p>x</p>\n</div>\n\n", page)
+    with pytest.raises(ValueError, match="page.md: 1 HTML block"):
+        html_blocks.on_page_content("<p>text</p>", page)
+
+
+def test_a_chart_drawn_in_a_worker_process_equals_one_drawn_in_this_one(tmp_path):
+    from pipeline.chart import Drawing
+
+    series = [Series("published run", {"no_check": [2.0, 0.4], "interlock": [30.9]}),
+              Series("this run", {"no_check": [0.2], "interlock": [0.2], "peer": []})]
+    with Drawing() as drawing:
+        drawing.settle("scenarios/x/settle", series)
+        drawing.write(tmp_path / "a", tmp_path / "b")
+    here = settle_charts(series)
+    for root in ("a", "b"):
+        for scheme in ("light", "dark"):
+            assert (tmp_path / root / "scenarios" / "x" / f"settle-{scheme}.svg").read_text() == here[scheme]
+
+
+@needs_reference
+def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_shortcuts(tmp_path, monkeypatch):
+    """The HTML block hooks, the reused navigation items and the charts drawn beside mkdocs change no byte."""
+    import shutil
+
+    import yaml
+
+    import pipeline.build as build_module
+
+    fast = build(REFERENCE_FILES, tmp_path / "fast")
+    scenarios, nav = build_module.render(REFERENCE_FILES, tmp_path / "plain" / "docs")
+    overrides = tmp_path / "overrides"
+    shutil.copytree(REPO / "site" / "overrides", overrides)
+    (overrides / "partials" / "nav.html").unlink()
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    del config["hooks"]
+    config["theme"]["custom_dir"] = str(overrides)
+    config["plugins"][1]["mkdocstrings"]["handlers"]["python"]["paths"] = [str(REPO)]
+    plain_config = tmp_path / "mkdocs.yml"
+    plain_config.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    monkeypatch.setattr(build_module, "CONFIG", plain_config)
+    build_module._mkdocs(tmp_path / "plain" / "docs", tmp_path / "plain" / "site", nav,
+                         build_module.source_date_epoch(scenarios))
+    built, plain = _tree(fast), _tree(tmp_path / "plain" / "site")
+    assert sorted(built) == sorted(plain)
+    assert [name for name in built if built[name] != plain[name]] == []
