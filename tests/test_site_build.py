@@ -283,10 +283,13 @@ def test_html_blocks_set_aside_from_markdown_come_back_exactly_where_markdown_pu
         "", "", "<div>third, two blank lines up</div>", "", "**bold** text", "", '<p class="t">title</p>',
         "<div>right under a raw paragraph</div>", "", "- item", "", "<div>\tkept by Markdown: a tab</div>", "",
         "    <div>indented: code</div>", "", "```", "<div>in a fence</div>", "```", "", "## h {#anchor}", "",
-        '<a name="named"></a>', "", "<div>last</div>", "",
+        '<a name="named"></a>', "", "<div>text right under me</div>", "text under a block", "",
+        "<ol><li>a list</li></ol>", "<div>\tunder it, kept by Markdown</div>", "", "<div>last</div>", "",
     ])
     passed, anchors, markdown_saw = _through_html_blocks(page)
     assert passed == _markdown(page)
+    for edge in ("<div>a page that opens with a block</div>\n\ntext", "<p>only a block</p>", "<p>a</p>\n<p>b</p>\n"):
+        assert _through_html_blocks(edge)[0] == _markdown(edge)
     assert anchors == {"verdict"}  # mkdocs' own scan sees the <a name> that stayed in the Markdown
     assert "<table>" not in markdown_saw and "<summary>" not in markdown_saw and "second of a run" not in markdown_saw
     assert "a tab" in markdown_saw and "indented: code" in markdown_saw and "in a fence" in markdown_saw
