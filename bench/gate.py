@@ -39,6 +39,7 @@ TARGETS = {
     "open_seconds_1m_with_checkpoint": ("<", 0.5),
     "rss_mb_open_and_recover_1m": ("<", 100),
     "verify_entries_per_cpu_second": (">=", 400_000),
+    "receipts_cli_rss_mb_1m": ("<", 100),
 }
 
 
@@ -200,6 +201,7 @@ def _append_and_verify(folder: Path) -> dict[str, Any]:
     assert result["valid"] and result["entries"] == BIG, result["problems"][:3]
     del result
     hashed_cpu = _hash_only_cpu(big)
+    cli_seconds, cli_rss = _receipts_cli(big)
     _, _, small_append = _append_times(small)
     big_open, big_open_cpu, big_append = _append_times(big)  # the first open builds the index as it reads
     with Journal(big) as journal:
@@ -224,6 +226,8 @@ def _append_and_verify(folder: Path) -> dict[str, Any]:
         "verify_entries_per_second": round(BIG / verified),
         "verify_entries_per_cpu_second": round(BIG / verified_cpu),  # the machine is shared: CPU time is steadier
         "hash_check_only_entries_per_cpu_second": round(BIG / hashed_cpu),
+        "receipts_cli_cpu_seconds_1m": cli_seconds,
+        "receipts_cli_rss_mb_1m": cli_rss,
     }
 
 
@@ -248,6 +252,28 @@ with Journal(sys.argv[1]) as journal:
 peak = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(found, peak)
 """
+
+
+RECEIPTS_CLI = """
+import os, resource, sys
+from interlock.receipts.__main__ import main
+sys.stdout = open(os.devnull, "w")
+code = main([sys.argv[1]])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+peak = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(code, usage.ru_utime + usage.ru_stime, peak, file=sys.__stdout__)
+"""
+
+
+def _receipts_cli(path: Path) -> tuple[float, float]:
+    """(CPU seconds, peak resident MB) of `python -m interlock.receipts` verifying the journal and printing every
+    effect's receipt."""
+    done = subprocess.run([sys.executable, "-c", RECEIPTS_CLI, str(path)], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    code, cpu, peak_kb = done.stdout.split()
+    if code != "0":
+        raise RuntimeError(f"python -m interlock.receipts found the generated journal invalid (exit {code})")
+    return round(float(cpu), 1), round(int(peak_kb) / 1024, 1)
 
 
 def _resident_mb(path: Path) -> float:

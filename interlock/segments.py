@@ -203,19 +203,39 @@ def line_at(read: Reader, offset: int) -> bytes:
         buf += more
 
 
-def journal_bytes(path: str | os.PathLike[str], archive: str | os.PathLike[str] | None = None) -> bytes:
-    """A journal's logical bytes: its rolled segments in order (beside it or in `archive`), then the live file;
-    raises JournalCorrupt when a segment is missing."""
-    live = Path(path)
-    parts, reached = [], 0
-    for segment in rolled_segments(live, Path(archive) if archive is not None else None):
-        if segment.base != reached:
-            raise JournalCorrupt(f"{path}: no segment holds bytes {reached} to {segment.base} (archived ones are "
-                                 "read from the archive directory, when one is given)")
-        parts.append(segment.path.read_bytes())
-        reached = segment.end
-    parts.append(live.read_bytes())
-    return b"".join(parts)
+class JournalLines:
+    """A journal's complete lines, without their newlines, streamed across its rolled segments in order (beside
+    it or in `archive`) and then the live file. After the stream ends, `lines` counts them, `end` is the byte
+    offset after the last of them, `last` is that line, and `torn` holds a last line with no newline (a torn
+    append), which the stream leaves out. Iterating raises JournalCorrupt when a segment is missing."""
+
+    def __init__(self, path: str | os.PathLike[str], archive: str | os.PathLike[str] | None = None):
+        self.path, self.archive = Path(path), Path(archive) if archive is not None else None
+        self.lines = self.end = 0
+        self.last = self.torn = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.lines = self.end = 0
+        self.last = self.torn = b""
+        files, reached = [], 0
+        for segment in rolled_segments(self.path, self.archive):
+            if segment.base != reached:
+                raise JournalCorrupt(f"{self.path}: no segment holds bytes {reached} to {segment.base} (archived "
+                                     "ones are read from the archive directory, when one is given)")
+            files.append(segment.path)
+            reached = segment.end
+        rest, read = b"", 0
+        for file in [*files, self.path]:
+            with open(file, "rb") as f:
+                while block := f.read(BLOCK):
+                    read += len(block)
+                    lines = (rest + block).split(b"\n")
+                    rest = lines.pop()
+                    if lines:
+                        self.lines += len(lines)
+                        self.end, self.last = read - len(rest), lines[-1]
+                    yield from lines
+        self.torn = rest
 
 
 def rolled_segments(path: Path, archive: Path | None) -> list[Segment]:

@@ -1,7 +1,8 @@
 """`python -m interlock.receipts FILE`: verify a receipt bundle or a journal and print the result as JSON.
 
-A journal (`.jsonl`) is read across its rolled segments and judged as the library opens it: a torn last line is
-left out and named (`torn_tail`), and a journal cut back behind its witness is invalid. `--service FILE` holds
+A journal (`.jsonl`) is streamed across its rolled segments, never held whole, and judged as the library opens it:
+a torn last line is left out and named (`torn_tail`), and a journal cut back behind its witness is invalid. A
+journal holding a single effect is checked as that effect's receipt, as a bundle of its entries would be. `--service FILE` holds
 the record to the service's own export: a JSON object of effect id -> how many copies the service holds.
 
 Exit 0 valid with nothing held twice, 1 invalid or an effect held twice (`held_twice`), 2 unreadable input (one
@@ -15,12 +16,13 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from ..collector import collector_paused
 from ..errors import BundleError, JournalCorrupt
-from ..segments import journal_bytes
+from ..segments import JournalLines
 from ..witness import disagreement, witnessed
-from . import verify, verify_journal
+from . import JournalCheck, verify, verify_journal
 
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
 
@@ -44,18 +46,37 @@ def main(argv: list[str] | None = None) -> int:
     except Unreadable as exc:
         print(f"{args.service}: {exc}", file=sys.stderr)
         return 2
+    effects: Iterator[tuple[str, dict[str, Any]]] | None = None
     try:
-        data = _load(Path(args.file), args.at, args.archive)
         checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
-        result = _verify(data, args.public_key, checkpoint, service)
         if not args.at and _is_journal(Path(args.file)):
-            result = _journal_report(Path(args.file), args.archive, result)
+            result, effects = _verify_journal_file(Path(args.file), args.archive, args.public_key, checkpoint,
+                                                   service)
+        else:
+            result = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint, service)
     except (Unreadable, BundleError, JournalCorrupt) as exc:
         where = args.file + (f": {args.at}" if args.at else "")
         print(f"{where}: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2, default=str))
+    _write(result, effects)
     return 0 if result["valid"] and not result["held_twice"] else 1
+
+
+def _write(result: dict[str, Any], effects: Iterator[tuple[str, dict[str, Any]]] | None) -> None:
+    """Print the result as indented JSON; a journal's receipts are made and printed one at a time, under
+    `effects`, so a long journal is never held as one document."""
+    text = json.dumps(result, indent=2, default=str)
+    if effects is None:
+        print(text)
+        return
+    out = sys.stdout
+    out.write(text[:-2] + ',\n  "effects": {')
+    separator = "\n    "
+    for eid, outcome in effects:
+        body = json.dumps(outcome, indent=2, default=str).replace("\n", "\n    ")
+        out.write(f"{separator}{json.dumps(eid)}: {body}")
+        separator = ",\n    "
+    out.write("}\n}\n" if separator == "\n    " else "\n  }\n}\n")
 
 
 def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None,
@@ -86,52 +107,68 @@ def _is_journal(path: Path) -> bool:
 
 
 def _load(path: Path, at: str, archive: str | None = None) -> Any:
+    if _is_journal(path):
+        return _select(_journal_entries(path, archive), at)
     try:
-        text = journal_bytes(path, archive).decode() if _is_journal(path) else path.read_text()
+        text = path.read_text()
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
         raise Unreadable("not UTF-8 text") from None
-    if _is_journal(path):
-        data = _journal_lines(text)
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
     return _select(data, at)
 
 
-def _journal_lines(text: str) -> list[Any]:
-    """The complete lines of a JSONL journal; a last line with no newline is a torn append and is left out, as
-    the library sets it aside (`_journal_report` says so in the result)."""
+def _journal_entries(path: Path, archive: str | None) -> list[Any]:
+    """Every complete line of a journal, parsed (for `--at` and for a journal of one effect); a line that is not
+    UTF-8 JSON is unreadable input, named by its line number."""
     data = []
-    for number, line in enumerate(text.split("\n")[:-1], 1):
-        if not line.strip():
-            continue
-        try:
-            data.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
+    try:
+        for number, line in enumerate(JournalLines(path, archive), 1):
+            if not line.strip():
+                continue
+            try:
+                data.append(json.loads(line.decode()))
+            except UnicodeDecodeError:
+                raise Unreadable(f"line {number}: not UTF-8 text") from None
+            except json.JSONDecodeError as exc:
+                raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from None
     return data
 
 
-def _journal_report(path: Path, archive: str | None, result: dict[str, Any]) -> dict[str, Any]:
-    """Add what the library would do on opening this journal file: set aside a torn last line, and refuse a
-    journal cut back behind its witness."""
-    raw = journal_bytes(path, archive)
-    end = raw.rfind(b"\n") + 1
-    result["torn_tail"] = raw[end:].decode("utf-8", "replace") or None
+def _verify_journal_file(path: Path, archive: str | None, public_key: str | None, checkpoint: dict[str, Any] | None,
+                         service: dict[str, int] | None
+                         ) -> tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]:
+    """Verify a journal file in one streamed pass, then say what the library would do on opening it: set aside a
+    torn last line, and refuse a journal cut back behind its witness. Returns the verdict and, for a journal of
+    several effects, the receipts to print after it."""
+    stream = JournalLines(path, archive)
+    check = JournalCheck(public_key=public_key, checkpoint=checkpoint, service=service)
+    try:
+        with collector_paused():
+            check.scan(filter(bytes.strip, stream))
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from None
+    result = check.summary()
+    effects: Iterator[tuple[str, dict[str, Any]]] | None = check.receipts()
+    if any(problem.endswith(": not an object") for problem in result["problems"]):
+        _journal_entries(path, archive)  # names the first line that is not JSON, when one is not
+    if checkpoint is None and len(check.checks) == 1:
+        result, effects = verify(_journal_entries(path, archive), public_key=public_key, service=service), None
+    result["torn_tail"] = stream.torn.decode("utf-8", "replace") or None
     mark = witnessed(path)
     if mark is not None:
-        count = raw.count(b"\n", 0, end)
-        last_line = raw[raw.rfind(b"\n", 0, end - 1) + 1:end] if end else b""
-        last = json.loads(last_line).get("hash") if last_line.strip() else None
-        why = disagreement(mark, end=end, entries=count, last=last)
+        last = json.loads(stream.last).get("hash") if stream.last.strip() else None
+        why = disagreement(mark, end=stream.end, entries=stream.lines, last=last)
         if why is not None:
-            result["problems"].append(f"line {count + 1}: {why} ({path}.witness)")
+            result["problems"].append(f"line {stream.lines + 1}: {why} ({path}.witness)")
             result["valid"] = False
-    return result
+    return result, effects
 
 
 def _select(data: Any, at: str) -> Any:
