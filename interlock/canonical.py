@@ -70,11 +70,15 @@ def line_hash(raw: bytes) -> bytes | None:
 def line_holds(raw: bytes, entry: dict[str, Any]) -> bool:
     """Whether the stored line `raw`, parsed as `entry`, carries the hash of its content: over its bytes when it is
     laid out as the journal writes it, else by re-encoding `entry` canonically."""
-    stored = entry.get("hash")
-    if (type(stored) is str and raw.endswith(b'%s%s"}' % (HASH_FIELD, stored.encode()))
-            and hashlib.sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == stored):
-        return True
-    return hash_holds(entry)
+    return laid_out_holds(raw, entry.get("hash")) or hash_holds(entry)
+
+
+def laid_out_holds(raw: bytes, stored: Any) -> bool:
+    """Whether `raw` ends in the hash field at its fixed place and its bytes before it, closed by `}`, hash to
+    `stored`, the line's parsed `hash`. The field's bytes need no separate check: a line that parses as an object
+    and ends so has them as its last member, and escaped text could not read back as 64 hex digits."""
+    return (raw[-HASH_SUFFIX:-66] == HASH_FIELD and raw[-2:] == b'"}'
+            and hashlib.sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == stored)
 
 
 def digest(obj: Any) -> str:

@@ -10,12 +10,11 @@ where being absent means something of its own: `MISSING` marks an absent `checks
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import msgspec
 
-from ..canonical import HASH_FIELD, HASH_SUFFIX, hash_holds, loads
+from ..canonical import hash_holds, laid_out_holds, loads
 
 MISSING: Any = msgspec.UNSET
 
@@ -43,8 +42,6 @@ class Entry(msgspec.Struct):
 
 _decode = msgspec.json.Decoder(Entry).decode
 _convert = msgspec.convert
-_sha256 = hashlib.sha256
-_CLOSE = b'"}'
 
 
 def read_line(raw: bytes) -> tuple[Entry | None, bool]:
@@ -54,9 +51,7 @@ def read_line(raw: bytes) -> tuple[Entry | None, bool]:
         entry = _decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):  # the standard reading decides what this line is
         return _read_slowly(raw)
-    stored = entry.hash
-    if (raw[-HASH_SUFFIX:-66] == HASH_FIELD and raw[-2:] == _CLOSE
-            and _sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == stored):
+    if laid_out_holds(raw, entry.hash):
         return entry, True
     return _read_slowly(raw)
 
