@@ -74,7 +74,8 @@ def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
     check = JournalCheck(public_key=public_key, checkpoint=checkpoint, service=service)
     with collector_paused():
         check.scan(entries)
-        return {**check.summary(), "effects": dict(check.receipts())}
+        effects = dict(check.receipts())
+        return {**check.summary(effects.items()), "effects": effects}
 
 
 def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:

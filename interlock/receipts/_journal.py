@@ -68,11 +68,12 @@ class JournalCheck:
         for eid, check in self.checks.items():
             yield eid, receipt(check, None, [], self.service)
 
-    def summary(self) -> dict[str, Any]:
-        """The journal's verdict without the per-effect receipts: valid, tamper evident, signed, every problem."""
+    def summary(self, receipts: Iterable[tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
+        """The journal's verdict without the per-effect receipts: valid, tamper evident, signed, every problem;
+        from `receipts` when the caller already made them."""
         problems = list(self.chain)
         valid, held_twice = True, []
-        for eid, outcome in self.receipts():
+        for eid, outcome in self.receipts() if receipts is None else receipts:
             problems += [f"effect {eid}: {p}" for p in outcome["problems"] if not p.startswith("entries[")]
             valid = valid and outcome["valid"]
             if outcome["held_twice"]:
