@@ -208,12 +208,14 @@ def test_ctrl_c_mid_run_leaves_no_process_or_file(tmp_path):
     """Workers run in their own sessions, so the runner outlives the signal long enough to stop them and clean up."""
     marker = uuid.uuid4().hex
     out = tmp_path / "never.json"
-    runner = _runner(["--faults", "crash_before_send_redeploy", "--systems", SYSTEMS, "--out", str(out)],
+    # two faults, six cells: after the first fault's hand_check decision, four cells are left to interrupt
+    runner = _runner(["--faults", "crash_before_send_redeploy,crash_after_commit_redeploy", "--systems", SYSTEMS,
+                      "--out", str(out)],
                      _offline_env(tmp_path, marker),
                      start_new_session=True)
     try:
         line = runner.stderr.readline()  # the stand-ins log a killed worker's reset to their own logs, not here
-        assert line.startswith("[1/3]"), f"the runner's first line is not its first cell: {line!r}"
+        assert line.startswith("[1/6]"), f"the runner's first line is not its first cell: {line!r}"
         _wait_for(lambda: any((tmp_path / "tmp").glob("interlock-*/cells/*/hand_check/decision.json")))
         os.killpg(runner.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the runner's group (fake-gcs-server has its own)
         _, err = runner.communicate(timeout=30)
