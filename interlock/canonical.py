@@ -61,10 +61,8 @@ def sealed_line(body: dict[str, Any]) -> tuple[str, bytes]:
 def line_hash(raw: bytes) -> bytes | None:
     """The hash a stored line (without its newline) carries at the fixed place, when it is the hash of the bytes
     before it closed by `}`; None when the line is not laid out that way or its bytes do not hash to it."""
-    if raw[-HASH_SUFFIX:-66] != HASH_FIELD or raw[-2:] != b'"}':
-        return None
     stored = raw[-66:-2]
-    return stored if hashlib.sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest().encode() == stored else None
+    return stored if laid_out_holds(raw, stored.decode("latin-1")) else None
 
 
 def line_holds(raw: bytes, entry: dict[str, Any]) -> bool:
