@@ -20,11 +20,12 @@ from .errors import (BundleError, ClaimLost, ConfigurationError, DuplicateAction
                      UnjournalableArgument)
 from .gate import Gate
 from .hooks import Hooks
-from .journal import EffectRecord, Journal, write_checkpoint
+from .journal import Journal, write_checkpoint
 from .kinds import open_send
 from .leases import CallableLease, Lease
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, Premise
+from .records import EffectRecord
 from .receipts import bundle, verify, verify_journal
 from .signing import generate_key, public_hex
 from .targets import (DEDUPE, DEFAULT_IN_FLIGHT, EPOCH, LEASE, TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP, FunctionTarget,

@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .journal import EffectRecord
+    from .records import EffectRecord
 
 
 class ClaimLike(Protocol):

@@ -41,6 +41,8 @@ class Claim:
     _claims: FileClaims | None = field(repr=False)
     _fd: int = field(repr=False)
     _took_over_a_send: bool = field(default=False, repr=False)
+    _owner_fd: int = field(default=-1, repr=False)  # the owner record, open for the claim's life
+    _owner_mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the renewer is a thread
 
     def confirm(self) -> bool:
         """Whether this epoch still owns the effect, renewing it if so: the check made right before a request.
@@ -122,13 +124,16 @@ class FileClaims:
             locked = True
         except BlockingIOError:
             locked = False
-        with self._owner_file(effect_id) as owner_fd:
+        owner_fd = os.open(self._path(effect_id, "owner"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(owner_fd, fcntl.LOCK_EX)
             record = _read(owner_fd)
             stale = time.time() - record.get("renewed", 0.0) > self.ttl
             free = not record or record.get("released") or stale or (locked and record.get("flock", False))
             if not free:  # a live owner that took the claim over without the flock still holds it
                 if locked:
                     fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(owner_fd)
                 return None
             now = time.time()
             epoch = int(record.get("epoch", 0)) + 1
@@ -138,7 +143,11 @@ class FileClaims:
                 (record.get("sending") and not record.get("released")) or record.get("stopped_sender"))
             _write(owner_fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
                               "renewed": now, "flock": locked, "stopped_sender": took_over_a_send})
-        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd), took_over_a_send)
+            fcntl.flock(owner_fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(owner_fd)
+            raise
+        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd), took_over_a_send, owner_fd)
         with self._lock:
             self._held[effect_id] = claim
             self._start_renewer()
@@ -156,7 +165,7 @@ class FileClaims:
         return True
 
     def _holds(self, claim: Claim) -> bool:
-        with self._owner_file(claim.effect_id) as owner_fd:
+        with self._owned(claim) as owner_fd:
             record = _read(owner_fd)
             if not self._owns(record, claim):
                 return False
@@ -172,7 +181,7 @@ class FileClaims:
     def _renew(self, claim: Claim, sending: bool | None = None) -> bool:
         """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
         when given); False otherwise."""
-        with self._owner_file(claim.effect_id) as owner_fd:
+        with self._owned(claim) as owner_fd:
             record = _read(owner_fd)
             if not self._owns(record, claim):
                 return False
@@ -188,10 +197,12 @@ class FileClaims:
             fcntl.flock(claim._fd, fcntl.LOCK_UN)
             os.close(claim._fd)
             claim._fd = -1
-        with self._owner_file(claim.effect_id) as owner_fd:
+        with self._owned(claim) as owner_fd:
             record = _read(owner_fd)
             if record.get("epoch") == claim.epoch and record.get("pid") == os.getpid():
                 _write(owner_fd, {**record, "released": True})
+            os.close(owner_fd)
+            claim._owner_fd = -1
 
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
@@ -212,6 +223,22 @@ class FileClaims:
 
     def _path(self, effect_id: str, suffix: str) -> Path:
         return self.directory / f"{effect_id}.{suffix}"
+
+    @contextmanager
+    def _owned(self, claim: Claim) -> Iterator[int]:
+        """A held claim's owner record under its flock, through the descriptor the claim keeps open (opening the
+        file on each journal entry cost more than the rest of the check)."""
+        with claim._owner_mutex:
+            if claim._owner_fd < 0:  # released meanwhile (the renewer's copy of what is held): read it as anyone
+                with self._owner_file(claim.effect_id) as owner_fd:
+                    yield owner_fd
+                return
+            fcntl.flock(claim._owner_fd, fcntl.LOCK_EX)
+            try:
+                yield claim._owner_fd
+            finally:
+                if claim._owner_fd >= 0:
+                    fcntl.flock(claim._owner_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def _owner_file(self, effect_id: str) -> Iterator[int]:

@@ -14,10 +14,11 @@ from .claims import FileClaims
 from .effects import Effect, proposal
 from .errors import ClaimLost, ConfigurationError, GuardFailed, UnjournalableArgument
 from .hooks import NO_HOOKS, Hooks
-from .journal import EffectRecord, Journal
+from .journal import Journal
 from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, violations
+from .records import EffectRecord
 from .recovery import Recovery, append_claimed, apply, refuse
 from .targets.base import Rejected, Target, unanswered
 

@@ -10,51 +10,29 @@ reads only what came after it; full verification of every entry stays with `inte
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .canonical import HASH_FIELD, canonical_bytes, line_holds, loads, sealed_line
+import msgspec
+
+from .canonical import HASH_FIELD, HASH_SUFFIX, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
 from .collector import collector_paused
 from .errors import ClaimLost, JournalCorrupt
 from .index import Checkpoint, EffectIndex
-from .kinds import KINDS, LATE_RESULT, PROPOSED, RESOLUTIONS, SENDS, send_open_after, settles
-from .segments import SegmentFiles, line_at, line_ending_at, lines
+from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles
+from .records import EffectRecord, Fields, as_fields, read_fields
+from .segments import SegmentFiles, line_at, line_batches, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .witness import Mark, Witness, differs, disagreement
-
-
-@dataclass(slots=True)
-class EffectRecord:
-    """What the journal knows about one effect, kept in memory so a lookup never rescans the file."""
-
-    effect_id: str
-    offsets: list[int] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
-    last_hash: str | None = None
-    payload_hash: str | None = None
-    open_dispatch: bool = False
-    resolution: dict[str, Any] | None = None
-
-    def add(self, entry: dict[str, Any], position: int) -> None:
-        """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
-        kind = entry["kind"]
-        self.offsets.append(position)
-        self.kinds.append(kind)
-        self.last_hash = entry["hash"]
-        self.open_dispatch = send_open_after(self.open_dispatch, kind)
-        if kind == PROPOSED:
-            self.payload_hash = entry.get("payload_hash")
-        elif kind in RESOLUTIONS and settles(entry):
-            self.resolution = entry
 
 
 def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
@@ -96,6 +74,23 @@ def encode(entry: dict[str, Any]) -> bytes:
 
 
 CHECKPOINT_EVERY = 10_000
+BEHIND_BYTES = 1 << 20  # an append checks at most this much of other writers' lines after the lock, not under it
+
+
+class Behind(NamedTuple):
+    """Where an append found the journal's end under the lock, with the head there: the lines before it that
+    this process had not read yet are checked after the lock."""
+
+    end: int
+    seq: int
+    head: str
+
+
+class _Named(msgspec.Struct):
+    effect_id: Any = None
+
+
+_read_effect_ids = msgspec.json.Decoder(list[_Named]).decode
 
 
 class Journal:
@@ -227,25 +222,84 @@ class Journal:
         resolution is stored as LATE_RESULT and anything else raises ClaimLost, writing nothing.
         """
         data = plain(data)
-        with self._locked():
-            record = self._record(effect_id)
-            late = holds is not None and not holds()
-            if late and kind not in RESOLUTIONS:
-                raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
-            entry, line = laid_out(kind, effect_id, data, seq=self._seq + 1, prev=self._last, record=record,
-                                   late=late)
-            start = self._offset
-            os.write(self._files.fd, line)
-            self._take(entry, record, start, start + len(line))
-            self._written = self._offset
+        with self._mutex:
+            self._read_ahead()
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            try:
+                behind = self._behind(effect_id)
+                if behind is None:
+                    self._catch_up(None, None)
+                record = self._record(effect_id)
+                late = holds is not None and not holds()
+                if late and kind not in RESOLUTIONS:
+                    raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
+                seq, prev, start = (behind.seq, behind.head, behind.end) if behind else (self._seq, self._last,
+                                                                                          self._offset)
+                entry, line = laid_out(kind, effect_id, data, seq=seq + 1, prev=prev, record=record, late=late)
+                end = start + len(line)
+                if behind is not None and self._segment_bytes is not None and (
+                        end - self._files.base >= self._segment_bytes):
+                    self._catch_up(None, None)  # a roll is due, and rolls only what this process has read
+                    behind = None
+                os.write(self._files.fd, line)
+                self._written = end
+                if behind is None:
+                    self._take_own(entry, record, start, end)
+                    if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
+                        self._files.roll()
+                    if self._tail_entries >= self._checkpoint_every:
+                        self._checkpoint(self._key)
+            finally:
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            if behind is not None:
+                self._check_behind(behind)
+                self._take_own(entry, self._record(effect_id), start, end)
             mark = self._tip
-            if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
-                self._files.roll()
-            if self._tail_entries >= self._checkpoint_every:
-                self._checkpoint(self._key)
         if entry["kind"] in SENDS:
             self._make_durable(mark)
         return entry
+
+    def _behind(self, effect_id: str) -> Behind | None:
+        """Under the lock: the lines other processes appended since this process last read, when this append can
+        check them after the lock instead (so writers queue behind each other's write, not each other's reading):
+        whole JSON objects in the live segment this process has open, none of them `effect_id`'s, with no
+        checkpoint due. They are never rewritten, and `append` checks them all before it returns, so a send still
+        follows only a journal that checked out. None: read them under the lock."""
+        start, end = self._offset, self._files.size()
+        if end == start or end - start > BEHIND_BYTES or start < self._files.base or self._files.rolled_away():
+            return None
+        gap = self._files.pread(end - start, start)
+        if len(gap) != end - start or gap[-1:] != b"\n":
+            return None
+        lines = gap[:-1].split(b"\n")
+        try:
+            named = _read_effect_ids(b"[" + b",".join(lines) + b"]")
+            last = read_fields(lines[-1])
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        if self._tail_entries + len(lines) + 1 >= self._checkpoint_every or any(
+                n.effect_id == effect_id for n in named):
+            return None
+        return Behind(end, last.seq, last.hash)
+
+    def _check_behind(self, behind: Behind) -> None:
+        """Check and fold the lines an append left behind it: they must reach exactly the head it chained to."""
+        with collector_paused():
+            for batch, _ in line_batches(self._files.pread, self._offset, behind.end):
+                self._take_lines(batch, None)
+        if self._offset != behind.end or self._last != behind.head:
+            raise JournalCorrupt(f"{self._where()}: the entries before byte {behind.end} changed while they were "
+                                 "read (the journal was rewritten)")
+
+    def _take_own(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
+        """Fold this process's own entry, just written at `start`, into its effect and move the head past it."""
+        if (record.last_hash if record else None) != entry["effect_prev"]:
+            raise JournalCorrupt(f"{self.path}:{self._line + 1}: effect_prev of the entry just written does not "
+                                 "link to its effect's previous entry, which another writer appended meanwhile")
+        if record is None:
+            record = EffectRecord(entry["effect_id"])
+        record.add(entry, start)
+        self._take(record, entry["seq"], entry["hash"], entry["prev"], start, end)
 
     def flush(self) -> None:
         """Make every entry this process has appended or seen durable now (a send already is)."""
@@ -389,20 +443,14 @@ class Journal:
         building = False  # a long read (a first open, a reader behind busy writers) moves the index as it goes,
         # so memory stays flat, in one transaction committed with the checkpoint once every check passed
         try:
-            for raw, tail in lines(self._files.pread, self._offset, size):
-                if raw is None:
-                    break
-                entry, record = self._parse(raw)
-                if witnessed is not None and differs(witnessed, seq=entry["seq"], start=self._offset,
-                                                     head=entry["hash"]):
-                    raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {entry['seq']} is not the one its "
-                                         f"witness {self._witness.path} saw written (the journal was rewritten)")
-                self._take(entry, record, self._offset, self._offset + len(raw) + 1)
-                if self._tail_entries >= self._checkpoint_every:
-                    if not building:
-                        self._index.begin()
-                        building = True
-                    self._move_index(Checkpoint(self._seq, self._offset, self._last))
+            for batch, tail in line_batches(self._files.pread, self._offset, size):
+                while batch:
+                    batch = batch[self._take_lines(batch, witnessed):]
+                    if self._tail_entries >= self._checkpoint_every:
+                        if not building:
+                            self._index.begin()
+                            building = True
+                        self._move_index(Checkpoint(self._seq, self._offset, self._last))
             if witnessed is not None:
                 self._hold(witnessed, scanned_from)
             if checkpoint is not None:
@@ -426,17 +474,14 @@ class Journal:
         if end < self._offset:
             return False
         with collector_paused():
-            for raw, tail in lines(self._files.pread, self._offset, end):
-                if raw is None:
-                    return not tail
+            for batch, tail in line_batches(self._files.pread, self._offset, end):
                 try:
-                    entry, record = self._parse(raw)
+                    taken = self._take_lines(batch, None)
                 except JournalCorrupt:
                     return False
-                self._take(entry, record, self._offset, self._offset + len(raw) + 1)
-                if self._tail_entries >= self._checkpoint_every:
+                if taken < len(batch):
                     return False  # the index moves only under the lock: the rest is read there, memory stays flat
-        return True
+        return not tail
 
     def _hold(self, witnessed: Mark, scanned_from: int) -> None:
         if witnessed.end <= scanned_from:
@@ -502,7 +547,49 @@ class Journal:
     def _where(self) -> str:
         return f"{self.path}:{self._line + 1}"
 
-    def _parse(self, raw: bytes) -> tuple[dict[str, Any], EffectRecord | None]:
+    def _take_lines(self, batch: list[bytes], witnessed: Mark | None) -> int:
+        """Check and fold consecutive complete lines from this process's head on, stopping when a checkpoint is
+        due; returns how many it took. This loop runs once per line for every line any process appends, so a line
+        laid out as the journal writes it is checked here inline, over its own bytes; any other goes to `_parse`,
+        which decides and names what is wrong. At open, each line is also held to the witness."""
+        taken, limit, sha256 = 0, self._checkpoint_every, hashlib.sha256
+        for raw in batch:
+            if self._tail_entries >= limit:
+                break
+            try:
+                fields: Fields | None = read_fields(raw)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                fields = None
+            if (fields is not None and fields.seq == self._seq + 1 and fields.prev == self._last
+                    and fields.kind in KINDS and raw[-HASH_SUFFIX:-66] == HASH_FIELD and raw[-2:] == b'"}'
+                    and sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == fields.hash):
+                record = self._linked(fields.effect_id, fields.effect_prev)
+                resolution = loads(raw) if fields.kind in RESOLUTIONS and fields.resolves is not False else None
+            else:
+                fields, resolution, record = self._parse(raw)
+            if witnessed is not None and differs(witnessed, seq=fields.seq, start=self._offset, head=fields.hash):
+                raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {fields.seq} is not the one its "
+                                     f"witness {self._witness.path} saw written (the journal was rewritten)")
+            self._fold(fields, resolution, record, self._offset + len(raw) + 1)
+            taken += 1
+        return taken
+
+    def _parse(self, raw: bytes) -> tuple[Fields, dict[str, Any] | None, EffectRecord | None]:
+        """(fields, the whole entry if it settles its effect, the effect's record so far) of the next line, checked:
+        its fields decoded alone and its hash over its bytes, or, for a line that does not read so, whole."""
+        try:
+            fields = read_fields(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return self._parse_whole(raw)
+        if (fields.kind not in KINDS or fields.seq != self._seq + 1 or fields.prev != self._last
+                or not laid_out_holds(raw, fields.hash)):
+            return self._parse_whole(raw)
+        record = self._linked(fields.effect_id, fields.effect_prev)
+        settling = fields.kind in RESOLUTIONS and fields.resolves is not False
+        return fields, loads(raw) if settling else None, record
+
+    def _parse_whole(self, raw: bytes) -> tuple[Fields, dict[str, Any] | None, EffectRecord | None]:
+        """`_parse` by the whole entry: the reading that decides, and names what is wrong."""
         try:
             entry = loads(raw)
         except ValueError as exc:
@@ -510,40 +597,46 @@ class Journal:
         if type(entry) is not dict:
             raise JournalCorrupt(f"{self._where()}: entry is not a JSON object")
         get = entry.get
-        seq, kind, ts = get("seq"), get("kind"), get("ts")
-        if (type(seq) is not int or type(kind) is not str or type(get("effect_id")) is not str
-                or type(get("hash")) is not str or type(ts) not in (int, float)):
-            for key, want in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
-                if not isinstance(get(key), want) or type(get(key)) is bool:
-                    raise JournalCorrupt(f"{self._where()}: field {key!r} missing or of the wrong type")
+        for key, want in (("seq", int), ("kind", str), ("effect_id", str), ("hash", str), ("ts", (int, float))):
+            if not isinstance(get(key), want) or type(get(key)) is bool:
+                raise JournalCorrupt(f"{self._where()}: field {key!r} missing or of the wrong type")
+        kind, seq = entry["kind"], entry["seq"]
         if kind not in KINDS:
             raise JournalCorrupt(f"{self._where()}: unknown kind {kind!r}")
         if seq != self._seq + 1:
             raise JournalCorrupt(f"{self._where()}: seq {seq} where {self._seq + 1} was expected")
         if get("prev") != self._last:
             raise JournalCorrupt(f"{self._where()}: prev does not link to the entry before it")
-        # An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
-        # entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look.
-        effect_prev = get("effect_prev")
-        eid: str = entry["effect_id"]
-        record = self._tail.get(eid)
-        if record is None and effect_prev is not None:
-            record = self._stored(eid)
-        if effect_prev != (record.last_hash if record else None):
-            raise JournalCorrupt(f"{self._where()}: effect_prev does not link to the effect's previous entry")
+        record = self._linked(entry["effect_id"], get("effect_prev"))
         if not line_holds(raw, entry):
             raise JournalCorrupt(f"{self._where()}: hash does not match the entry's content")
-        return entry, record
+        return as_fields(entry), entry if settles(entry) else None, record
 
-    def _take(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
-        """Fold a checked entry into the effect it belongs to and move the head past it."""
+    def _linked(self, effect_id: str, effect_prev: Any) -> EffectRecord | None:
+        """The effect's record so far, which the entry's `effect_prev` must link to.
+
+        An entry that claims to be its effect's first needs no look in the index: if the effect had earlier
+        entries, the chain is forked, which `verify_journal` reports; the gate's own appends always look."""
+        record = self._tail.get(effect_id)
+        if record is None and effect_prev is not None:
+            record = self._stored(effect_id)
+        if effect_prev != (record.last_hash if record else None):
+            raise JournalCorrupt(f"{self._where()}: effect_prev does not link to the effect's previous entry")
+        return record
+
+    def _fold(self, fields: Fields, resolution: dict[str, Any] | None, record: EffectRecord | None, end: int) -> None:
+        """Fold a checked line, which ends at byte `end`, into its effect and move the head past it."""
         if record is None:
-            record = EffectRecord(entry["effect_id"])
+            record = EffectRecord(fields.effect_id)
+        record.fold(fields.kind, fields.hash, self._offset, fields.payload_hash, resolution)
+        self._take(record, fields.seq, fields.hash, fields.prev, self._offset, end)
+
+    def _take(self, record: EffectRecord, seq: int, hash: str, prev: str | None, start: int, end: int) -> None:
+        """Move the head past a checked entry already folded into `record`."""
         self._tail[record.effect_id] = record
-        record.add(entry, start)
         self._tail_entries += 1
-        self._tip_start, self._tip_prev = start, entry["prev"]
-        self._seq, self._last, self._offset = entry["seq"], entry["hash"], end
+        self._tip_start, self._tip_prev = start, prev
+        self._seq, self._last, self._offset = seq, hash, end
         self._line += 1
 
 

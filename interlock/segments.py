@@ -158,17 +158,28 @@ def lines(read: Reader, start: int, end: int) -> Iterator[tuple[bytes | None, by
     """The complete lines (without their newline) between logical `start` and `end`, read in blocks, then one
     `(None, tail)`: the bytes after the last newline, which only a torn append leaves."""
     carry = b""
+    for batch, carry in line_batches(read, start, end):
+        for piece in batch:
+            yield piece, b""
+    yield None, carry
+
+
+def line_batches(read: Reader, start: int, end: int) -> Iterator[tuple[list[bytes], bytes]]:
+    """`lines` a block at a time: each block's complete lines with b"", and last the lines of the final block with
+    the bytes after the last newline (b"" when the range ends on a line)."""
+    carry = b""
     position = start
+    pieces: list[bytes] = []
     while position < end:
         block = read(min(BLOCK, end - position), position)
         if not block:
             break
         position += len(block)
+        if pieces:
+            yield pieces, b""
         pieces = (carry + block).split(b"\n")
         carry = pieces.pop()
-        for piece in pieces:
-            yield piece, b""
-    yield None, carry
+    yield pieces, carry
 
 
 def line_ending_at(read: Reader, end: int) -> tuple[int, bytes | None]:

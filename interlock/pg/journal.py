@@ -17,7 +17,8 @@ from psycopg.pq import TransactionStatus
 from ..addresses import safe_address
 from ..canonical import canonical_bytes
 from ..errors import ClaimLost, GuardFailed, JournalUnavailable
-from ..journal import EffectRecord, encode, seal
+from ..journal import encode, seal
+from ..records import EffectRecord
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
 
