@@ -97,7 +97,11 @@ class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
 
     Every process appends under an exclusive flock and first reads whatever other processes appended since
-    its last look, so an append costs O(entries added by others), never O(journal size).
+    its last look, so an append costs O(entries added by others), never O(journal size). Most of that reading
+    happens before the lock; what lands while a writer waits for its turn is, in the common case, checked right
+    after the lock and before the append returns (see `_behind`), so the lock is held for one write, not for
+    reading: many writers then queue behind short turns. A line found damaged there makes the append raise, and
+    its own line then follows the damaged one, which every later reader refuses.
 
     Durability: an append returns once its line is written, visible to every process and kept by the kernel
     whatever happens to the writer (SIGKILL included). A send (DISPATCHED, REDISPATCHED) is also on disk before

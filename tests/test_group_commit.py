@@ -164,3 +164,98 @@ def test_catching_up_reads_complete_lines_without_waiting_for_the_append_lock(tm
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
             os.close(held)
+
+
+def _watching_the_append_lock(monkeypatch, journal: Journal) -> threading.Event:
+    """An event set when `journal` starts waiting for its append lock (the journal module's own flock calls)."""
+    import fcntl
+    import types
+
+    import interlock.journal
+
+    waiting = threading.Event()
+
+    def flock(fd: int, operation: int) -> None:
+        if fd == journal._lock and operation == fcntl.LOCK_EX:
+            waiting.set()
+        fcntl.flock(fd, operation)
+
+    monkeypatch.setattr(interlock.journal, "fcntl", types.SimpleNamespace(
+        flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_UN=fcntl.LOCK_UN, LOCK_SH=fcntl.LOCK_SH, LOCK_NB=fcntl.LOCK_NB))
+    return waiting
+
+
+def _append_while_another_writer_adds(monkeypatch, path: Path, other_line) -> tuple[dict, BaseException | None]:
+    """Append to effect `e1` from a thread that has to wait for the lock, held here, while `other_line(first)`
+    (the journal's first entry given) lands as another process's append would: after this append's last look
+    at the file and before its turn."""
+    import fcntl
+
+    with Journal(path) as writer:
+        first = writer.append("PROPOSED", "e1", {"agent": "w"})
+        waiting = _watching_the_append_lock(monkeypatch, writer)
+        held = os.open(f"{path}.lock", os.O_RDWR)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        got: dict = {}
+
+        def append() -> None:
+            try:
+                got["entry"] = writer.append("AUTHORIZED", "e1", {"lease": {"incident": "INC-1"}})
+            except BaseException as exc:  # handed to the test thread
+                got["raised"] = exc
+
+        appending = threading.Thread(target=append)
+        appending.start()
+        try:
+            assert waiting.wait(30), "the append never waited for the lock"
+            with open(path, "ab") as f:
+                f.write(other_line(first))
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            os.close(held)
+        appending.join(30)
+        assert not appending.is_alive()
+    return got.get("entry", {}), got.get("raised")
+
+
+def test_an_append_chains_to_an_entry_of_its_effect_that_another_writer_added_while_it_waited(tmp_path,
+                                                                                               monkeypatch):
+    from interlock.journal import laid_out
+    from interlock.records import EffectRecord
+
+    path = tmp_path / "journal.jsonl"
+    theirs: dict = {}
+
+    def dispatched_by_another_writer(first: dict) -> bytes:
+        record = EffectRecord("e1", last_hash=first["hash"])
+        entry, line = laid_out("DISPATCHED", "e1", {"epoch": 2}, seq=first["seq"] + 1, prev=first["hash"],
+                               record=record)
+        theirs.update(entry)
+        return line
+
+    entry, raised = _append_while_another_writer_adds(monkeypatch, path, dispatched_by_another_writer)
+    assert raised is None
+    assert entry["prev"] == theirs["hash"] and entry["effect_prev"] == theirs["hash"]
+    with Journal(path) as journal:
+        assert verify_journal(journal.entries())["valid"]
+
+
+def test_a_damaged_line_that_lands_while_an_append_waits_stops_the_append_before_it_returns(tmp_path, monkeypatch):
+    from interlock import JournalCorrupt
+    from interlock.journal import laid_out
+
+    path = tmp_path / "journal.jsonl"
+
+    def edited_line_of_another_effect(first: dict) -> bytes:
+        _, line = laid_out("PROPOSED", "e2", {"agent": "x"}, seq=first["seq"] + 1, prev=first["hash"], record=None)
+        return line.replace(b'"agent":"x"', b'"agent":"y"')  # still a JSON object; its hash no longer holds
+
+    entry, raised = _append_while_another_writer_adds(monkeypatch, path, edited_line_of_another_effect)
+    assert entry == {}
+    assert isinstance(raised, JournalCorrupt) and f"{path}:2:" in str(raised) and "hash does not match" in str(raised)
+    try:
+        Journal(path)
+    except JournalCorrupt as exc:
+        assert f"{path}:2:" in str(exc)
+    else:
+        raise AssertionError("a journal with a damaged line opened")
