@@ -532,10 +532,18 @@ class Journal:
         forget them here (committed now, or with the checkpoint that ends a long read)."""
         covered = self._index.covered()
         floor = covered.offset if covered is not None else 0
-        rows = sorted((eid, kept) for eid, record in self._tail.items()
-                      if (kept := [at for at in record.offsets if at >= floor]))
-        opened = [eid for eid, record in self._tail.items() if record.open_dispatch]
-        settled = [eid for eid, record in self._tail.items() if not record.open_dispatch]
+        rows: list[tuple[str, list[int]]] = []
+        opened, settled = [], []
+        for eid, record in self._tail.items():
+            fresh = record.offsets[0] >= floor  # first named since the index's checkpoint, so not listed open there
+            kept = record.offsets if fresh else [at for at in record.offsets if at >= floor]
+            if kept:
+                rows.append((eid, kept))
+            if record.open_dispatch:
+                opened.append(eid)
+            elif not fresh:
+                settled.append(eid)
+        rows.sort()
         self._index.advance(rows, opened, settled, checkpoint)
         self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
 
@@ -556,7 +564,7 @@ class Journal:
         due; returns how many it took. This loop runs once per line for every line any process appends, so a line
         laid out as the journal writes it is checked here inline, over its own bytes; any other goes to `_parse`,
         which decides and names what is wrong. At open, each line is also held to the witness."""
-        taken, limit, sha256 = 0, self._checkpoint_every, hashlib.sha256
+        taken, limit, sha256, tail = 0, self._checkpoint_every, hashlib.sha256, self._tail
         for raw in batch:
             if self._tail_entries >= limit:
                 break
@@ -567,14 +575,20 @@ class Journal:
             if (fields is not None and fields.seq == self._seq + 1 and fields.prev == self._last
                     and fields.kind in KINDS and raw[-HASH_SUFFIX:-66] == HASH_FIELD and raw[-2:] == b'"}'
                     and sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == fields.hash):
-                record = self._linked(fields.effect_id, fields.effect_prev)
+                record = tail.get(fields.effect_id)
+                if (record.last_hash if record is not None else None) != fields.effect_prev:
+                    record = self._linked(fields.effect_id, fields.effect_prev)  # in the index, or a broken link
                 resolution = loads(raw) if fields.kind in RESOLUTIONS and fields.resolves is not False else None
             else:
                 fields, resolution, record = self._parse(raw)
-            if witnessed is not None and differs(witnessed, seq=fields.seq, start=self._offset, head=fields.hash):
+            start = self._offset
+            if witnessed is not None and differs(witnessed, seq=fields.seq, start=start, head=fields.hash):
                 raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {fields.seq} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
-            self._fold(fields, resolution, record, self._offset + len(raw) + 1)
+            if record is None:
+                record = tail[fields.effect_id] = EffectRecord(fields.effect_id)
+            record.fold(fields.kind, fields.hash, start, fields.payload_hash, resolution)
+            self._take(record, fields.seq, fields.hash, fields.prev, start, start + len(raw) + 1)
             taken += 1
         return taken
 
@@ -627,13 +641,6 @@ class Journal:
         if effect_prev != (record.last_hash if record else None):
             raise JournalCorrupt(f"{self._where()}: effect_prev does not link to the effect's previous entry")
         return record
-
-    def _fold(self, fields: Fields, resolution: dict[str, Any] | None, record: EffectRecord | None, end: int) -> None:
-        """Fold a checked line, which ends at byte `end`, into its effect and move the head past it."""
-        if record is None:
-            record = EffectRecord(fields.effect_id)
-        record.fold(fields.kind, fields.hash, self._offset, fields.payload_hash, resolution)
-        self._take(record, fields.seq, fields.hash, fields.prev, self._offset, end)
 
     def _take(self, record: EffectRecord, seq: int, hash: str, prev: str | None, start: int, end: int) -> None:
         """Move the head past a checked entry already folded into `record`."""
