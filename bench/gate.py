@@ -20,6 +20,7 @@ from interlock import Effect, FunctionTarget, Gate, Journal, effect_id_for, veri
 from interlock.canonical import canonical_bytes, line_hash
 from interlock.witness import Mark, Witness
 
+from ._lock_turns import lock_turns
 from ._results import against
 from ._throughput import Call, Run, durable_service, expect, run_workers
 
@@ -30,7 +31,8 @@ BIG = 1_000_000
 SMALL = 1_000
 CLAIM_RUNS = 20
 WORKERS = (1, 4, 16)
-SHARED_EFFECTS = 480  # per worker count, split evenly between the workers
+SHARED_EFFECTS = 1920  # per worker count, split evenly between the workers: 120 each at 16, so the start and the
+# last straggler weigh little beside the steady state
 RECENT = 1_000  # entries appended after the last checkpoint before the timed open
 WITNESS_FLUSHES = 2_000
 TARGETS = {
@@ -125,6 +127,8 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
         out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(measured.cpu_seconds_per_effect * 1e3, 3)
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
             measured.cpu_seconds_per_effect * measured.effects_per_second / min(n, os.cpu_count() or 1), 2)
+    for n in (1, WORKERS[-1]):  # the lock's turns, from a run of their own: watching them costs a little
+        out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
 
 

@@ -1,0 +1,68 @@
+"""Turns of one JSONL journal's append lock under many writer processes: how long each holder keeps it, and how
+long it lies free between one holder's release and the next one's take. Read beside effects per second, they say
+whether the writers were held up by the work done under the lock or by the hand-over from one writer to the next.
+
+Each worker times the journal module's own flock calls (CLOCK_MONOTONIC, one clock for every process on the host)
+and writes its turns to a file after its last effect; the turns of all workers are then laid end to end.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from ._throughput import Call, run_workers
+
+
+def watched_submitter(path: str, effects: int, worker: int) -> Call:
+    """`bench.gate.submitter`, with the append lock's turns recorded for its `effects` effects."""
+    import interlock.journal
+
+    from .gate import submitter
+
+    turns: list[list[float]] = []
+
+    def flock(fd: int, operation: int) -> None:
+        if operation == fcntl.LOCK_UN:
+            turns[-1].append(time.monotonic())
+        fcntl.flock(fd, operation)
+        if operation == fcntl.LOCK_EX:
+            turns.append([time.monotonic()])
+
+    interlock.journal.fcntl = types.SimpleNamespace(
+        flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_UN=fcntl.LOCK_UN, LOCK_SH=fcntl.LOCK_SH, LOCK_NB=fcntl.LOCK_NB)
+    call = submitter(path, worker)
+    done = [0]
+
+    def make(key: str) -> None:
+        if done[0] == 0:
+            turns.clear()  # the set-up's own turns are not the run's
+        call(key)
+        done[0] += 1
+        if done[0] == effects:
+            Path(f"{path}.turns-{worker}").write_text(json.dumps(turns))
+
+    return make
+
+
+def lock_turns(folder: Path, workers: int, effects: int) -> dict[str, Any]:
+    """Run `effects` effects over `workers` processes on one journal and report its lock's turns."""
+    folder.mkdir(parents=True)
+    path = folder / "journal.jsonl"
+    run = run_workers(watched_submitter, (str(path), effects // workers), workers, effects, f"t{workers}")
+    turns = sorted(tuple(t) for file in folder.glob("journal.jsonl.turns-*") for t in json.loads(file.read_text()))
+    held = sum(end - start for start, end in turns)
+    free = [later[0] - earlier[1] for earlier, later in zip(turns, turns[1:])]
+    span = turns[-1][1] - turns[0][0]
+    suffix = f"{workers}_workers"
+    return {
+        f"jsonl_lock_effects_per_second_{suffix}_watched": round(run.effects_per_second, 1),
+        f"jsonl_lock_turns_per_effect_{suffix}": round(len(turns) / effects, 2),
+        f"jsonl_lock_hold_ms_mean_{suffix}": round(held / len(turns) * 1e3, 3),
+        f"jsonl_lock_free_between_turns_ms_mean_{suffix}": round(sum(free) / len(free) * 1e3, 3),
+        f"jsonl_lock_held_share_{suffix}": round(held / span, 2),
+    }
