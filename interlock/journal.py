@@ -270,7 +270,7 @@ class Journal:
         checkpoint due. They are never rewritten, and `append` checks them all before it returns, so a send still
         follows only a journal that checked out. None: read them under the lock."""
         start, end = self._offset, self._files.size()
-        if end == start or end - start > BEHIND_BYTES or start < self._files.base or self._files.rolled_away():
+        if end == start or end - start > BEHIND_BYTES or self._files.rolled_away():
             return None
         gap = self._files.pread(end - start, start)
         if len(gap) != end - start or gap[-1:] != b"\n":
