@@ -495,7 +495,7 @@ class Journal:
                 raise JournalCorrupt(f"{self.path}:{witnessed.seq + 1}: entry {witnessed.seq} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
             return
-        why = disagreement(witnessed, end=self._offset, entries=self._line, last=self._last)
+        why = disagreement(witnessed, end=self._offset, entries=self._line)
         if why is not None:
             raise JournalCorrupt(f"{self.path}:{self._line + 1}: {why} ({self._witness.path})")
 

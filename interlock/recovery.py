@@ -233,4 +233,6 @@ def refuse(journal: JournalLike, claim: ClaimLike, eid: str, code: RefusalCode, 
     if looked is not None:
         entry[key] = looked.journaled()
     append_claimed(journal, claim, REFUSED, eid, {**entry, **data})
+    if isinstance(journal, Journal):  # mostly no send came before, whose flush would cover it: witness it now, so a
+        journal.flush()  # journal later cut back behind the refusal is refused instead of deciding it again
     return Outcome(Status.refusal(code), eid, rechecked=looked)

@@ -1,7 +1,7 @@
 """The journal's witness of its own reach: where its last durable entry starts and ends, and that entry's hash.
 
 A crash tears at most the append that was in progress, which the witness has not seen yet; so a journal that ends
-before the start of the last entry its witness saw was cut back by something else (a restore, a copy, a cut at
+before the end of the last entry its witness saw was cut back by something else (a restore, a copy, a cut at
 an offset) and must not be opened as if nothing had happened. The witness is one fixed-size record rewritten in
 place after each fsync of the journal, never before, so it never claims more than the disk holds.
 """
@@ -44,12 +44,13 @@ def witnessed(journal: str | os.PathLike[str]) -> Mark | None:
         witness.close()
 
 
-def disagreement(mark: Mark, *, end: int, entries: int, last: str | None) -> str | None:
-    """Why a journal whose complete lines end at byte `end`, after `entries` entries the last of which hashes to
-    `last`, cannot be the journal `mark` witnessed; None when it can (a torn append past the mark is allowed).
+def disagreement(mark: Mark, *, end: int, entries: int) -> str | None:
+    """Why a journal whose complete lines end at byte `end`, after `entries` entries, cannot be the journal `mark`
+    witnessed; None when it can (a torn append past the mark is allowed, but the witnessed entry itself must be
+    whole: it was flushed before the witness named it).
 
     The library refuses to open such a journal and `python -m interlock.receipts` reports it, by this one rule."""
-    if end < mark.start or (end == mark.start and last != mark.prev):
+    if end <= mark.start:  # the witnessed entry was on disk before the witness named it: no crash tears it
         return (f"the journal ends after {entries} entries but its witness saw entry {mark.seq} written (it was "
                 "cut back by more than a crash can tear: a restore, a copy or a cut)")
     if mark.start < end < mark.end:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Effect, FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
+from interlock import CallableLease, Effect, FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,13 +47,17 @@ def test_a_journal_cut_at_an_offset_in_the_middle_refuses_to_open_and_is_left_as
     assert again == []
 
 
-def test_cuts_at_random_offsets_before_the_last_entry_are_refused_and_within_it_are_torn(tmp_path):
+def test_cuts_at_random_offsets_into_the_witnessed_journal_are_refused_and_past_it_are_torn(tmp_path):
     path, _ = gated_journal(tmp_path, 25)
+    witnessed_end = path.stat().st_size
+    late = Journal(path)  # a proposal no flush covered yet: a crash may tear it, or lose it whole
+    late.append("PROPOSED", "late", {"agent": "a"})
     raw = path.read_bytes()
     last = line_starts(raw)[-1]
+    assert last == witnessed_end
     witness = Path(f"{path}.witness").read_bytes()
     rng = random.Random(12)
-    for offset in sorted(rng.sample(range(last), 40)) + sorted(rng.sample(range(last, len(raw)), 10)):
+    for offset in sorted(rng.sample(range(last), 40)) + [last - 1] + sorted(rng.sample(range(last, len(raw)), 10)):
         path.write_bytes(raw[:offset])
         Path(f"{path}.witness").write_bytes(witness)
         Path(f"{path}.torn").unlink(missing_ok=True)
@@ -67,6 +71,18 @@ def test_cuts_at_random_offsets_before_the_last_entry_are_refused_and_within_it_
                 assert len(journal) == raw.count(b"\n") - 1
                 assert journal.torn == ([raw[last:offset].decode()] if offset > last else [])
 
+
+def test_a_refusal_is_witnessed_so_a_journal_cut_behind_it_is_refused(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    sent: list[str] = []
+    gate = Gate(path, FunctionTarget("svc", lambda eid, p: sent.append(eid) or eid, tier=3))
+    revoked = CallableLease(lambda: False, lambda: {"incident": "INC-1", "status": "resolved"})
+    outcome = gate.submit(Effect("job:refused", {"n": 1}, lease=revoked))
+    assert outcome.status.startswith("REFUSED") and sent == []
+    raw = path.read_bytes()
+    path.write_bytes(raw[: line_starts(raw)[-1] + 10])  # a restore that lost the refusal, ending inside it
+    with pytest.raises(JournalCorrupt, match="cut back"):
+        Journal(path)
 
 def test_a_torn_last_line_after_a_witnessed_journal_is_set_aside_and_the_next_append_chains(tmp_path):
     path, _ = gated_journal(tmp_path, 5)

@@ -107,9 +107,10 @@ def test_a_torn_last_line_keeps_every_complete_entry_at_every_offset(tmp_path):
 
 def test_a_torn_tail_is_set_aside_beside_the_journal(tmp_path):
     path = tmp_path / "journal.jsonl"
-    with Journal(path) as journal:
-        journal.append("PROPOSED", "a" * 12, {"n": 1})
-        journal.append("PROPOSED", "b" * 12, {"n": 2})
+    journal = Journal(path)
+    journal.append("PROPOSED", "a" * 12, {"n": 1})
+    journal.flush()
+    journal.append("PROPOSED", "b" * 12, {"n": 2})  # torn by a crash before any flush covered it
     raw = path.read_bytes()
     path.write_bytes(raw[:-9])
     with Journal(path) as journal:

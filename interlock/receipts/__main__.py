@@ -163,8 +163,7 @@ def _verify_journal_file(path: Path, archive: str | None, public_key: str | None
     result["torn_tail"] = stream.torn.decode("utf-8", "replace") or None
     mark = witnessed(path)
     if mark is not None:
-        last = json.loads(stream.last).get("hash") if stream.last.strip() else None
-        why = disagreement(mark, end=stream.end, entries=stream.lines, last=last)
+        why = disagreement(mark, end=stream.end, entries=stream.lines)
         if why is not None:
             result["problems"].append(f"line {stream.lines + 1}: {why} ({path}.witness)")
             result["valid"] = False
