@@ -183,6 +183,8 @@ def test_a_journal_cut_before_its_last_line_must_be_refused(tmp_path):
     assert kinds(row(writes=[("1", 1.0)], entries=entries[:1], journal_cut=cut, runs=refusing)) == set()
     torn = {**cut, "kept": 1990, "lines_kept": 3, "inside_last_line": True}
     assert "damage_accepted" not in kinds(row(writes=[("1", 1.0)], entries=entries, journal_cut=torn))
+    flushed_and_torn = row(writes=[("1", 1.0)], entries=entries[:3], journal_cut=torn, runs=refusing)
+    assert kinds(flushed_and_torn) == set()  # a refused record is not read for an open send
 
 
 def test_a_baseline_log_with_a_send_and_no_result_is_unresolved():

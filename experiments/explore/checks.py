@@ -106,14 +106,14 @@ def _record(row: dict[str, Any], at_service: bool) -> list[Violation]:
         return []
     found = []
     cut = row["journal_cut"]
-    if cut is not None and cut["kept"] < cut["size"] and not cut["inside_last_line"]:
-        opened = [r for r in row["ran"] if r["stage"] not in MAY_DEFER and r["outcome"] is not None]
+    if cut is not None and cut["kept"] < cut["size"]:
         refused = [r for r in row["ran"] if r["refused_journal"]]
-        if opened and not refused:
+        opened = [r for r in row["ran"] if r["stage"] not in MAY_DEFER and r["outcome"] is not None]
+        if opened and not refused and not cut["inside_last_line"]:
             found.append(Violation("damage_accepted", f"journal cut to {cut['kept']} of {cut['size']} bytes "
                                                       f"({cut['lines_kept']} of {cut['lines']} lines) and opened"))
-        if refused:  # the record is the harness's damage, refused as it should be: nothing more to read in it
-            return found
+        if refused:  # the record is the harness's damage, refused: nothing more to read in it. A cut inside the
+            return found  # last line may be refused too, when a flush had covered that line: no crash tears it
     entries = record["entries"]
     if not entries:
         return found
