@@ -12,7 +12,8 @@ import pytest
 from experiments import tamper
 from interlock import Journal, effect_id_for, verify_journal
 from interlock.canonical import entry_hash
-from interlock.receipts import JournalCheck, _journal, _spill
+from interlock.receipts import JournalCheck, _spill
+from interlock.receipts import __main__ as cli
 from interlock.receipts._check import EffectCheck
 from interlock.receipts.__main__ import indented, main
 
@@ -69,7 +70,7 @@ def test_receipts_moved_to_disk_print_byte_for_byte_as_held_in_memory(mixed, cap
     path, service = mixed
     for argv in ([str(path)], [str(path), "--service", str(service)]):
         in_memory = printed(capsys, argv)
-        monkeypatch.setattr(_journal, "KEPT", kept)
+        monkeypatch.setattr(cli, "KEPT", kept)
         spilled = printed(capsys, argv)
         monkeypatch.undo()
         assert spilled == in_memory
@@ -82,7 +83,7 @@ def test_an_id_never_stored_is_told_apart_when_the_filter_says_maybe(mixed, caps
     path, service = mixed
     in_memory = printed(capsys, [str(path), "--service", str(service)])
     monkeypatch.setattr(_spill, "FILTER_BYTES", 1)  # 8 bits: after a few ids, every id reads as maybe stored
-    monkeypatch.setattr(_journal, "KEPT", 1)
+    monkeypatch.setattr(cli, "KEPT", 1)
     assert printed(capsys, [str(path), "--service", str(service)]) == in_memory
 
 
@@ -100,36 +101,39 @@ def test_a_stored_check_comes_back_as_it_left_and_an_unknown_id_does_not(monkeyp
         store.close()
 
 
-def test_verify_journal_says_the_same_with_every_effect_moved_to_disk(mixed, monkeypatch):
+def judged(entries, **options):
+    with JournalCheck(**options) as check:
+        check.scan(entries)
+        return check.summary(), list(check.receipts()), check.effects
+
+
+def test_a_check_bounded_to_one_effect_in_memory_says_what_an_unbounded_one_says(mixed):
     path, service = mixed
     lines = path.read_bytes().splitlines()
     copies = json.loads(service.read_text())
-    held = verify_journal(lines), verify_journal(lines, service=copies)
-    monkeypatch.setattr(_journal, "KEPT", 1)
-    assert (verify_journal(lines), verify_journal(lines, service=copies)) == held
+    assert judged(lines, kept=1) == judged(lines)
+    assert judged(lines, service=copies, kept=1) == judged(lines, service=copies)
+    assert judged(lines, kept=1)[0] == {k: v for k, v in verify_journal(lines).items() if k != "effects"}
 
 
-def test_the_mutants_of_the_tamper_corpus_are_judged_alike_from_disk(monkeypatch):
+def test_the_mutants_of_the_tamper_corpus_are_judged_alike_from_disk():
     keys = tamper.Keys()
     journals = [m.entries for o in tamper.generated_originals() + tamper.reference_originals()
                 if o.scope == "journal" for m in tamper.mutants(o, keys)]
     assert len(journals) > 500
-    in_memory = [verify_journal(entries) for entries in journals]
-    monkeypatch.setattr(_journal, "KEPT", 1)
-    assert [verify_journal(entries) for entries in journals] == in_memory
+    assert [judged(entries, kept=1) for entries in journals] == [judged(entries) for entries in journals]
 
 
 def test_memory_holds_at_most_kept_effects_and_the_disk_store_is_removed_after(tmp_path, monkeypatch):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    monkeypatch.setattr(_journal, "KEPT", 4)
     path = tmp_path / "journal.jsonl"
     with Journal(path) as journal:
         for n in range(50):
             journal.append("PROPOSED", effect_id_for(f"job:{n}"), {"n": n})
     held = []
-    with JournalCheck() as check:
+    with JournalCheck(kept=4) as check:
         def watched():
             for line in path.read_bytes().splitlines():
                 held.append(len(check._checks))

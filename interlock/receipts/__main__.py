@@ -27,6 +27,7 @@ from ..segments import JournalLines
 from ..witness import disagreement, witnessed
 from . import JournalCheck, verify, verify_journal
 
+KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
 _format = msgspec.json.format
 _INDENTED = json.JSONEncoder(indent=2, default=str)
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
             if not args.at and _is_journal(Path(args.file)):
                 check = scratch.enter_context(JournalCheck(public_key=args.public_key, checkpoint=checkpoint,
-                                                           service=service))
+                                                           service=service, kept=KEPT))
                 result, effects = _verify_journal_file(Path(args.file), args.archive, check)
             else:
                 result = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint, service)

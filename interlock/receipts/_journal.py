@@ -1,9 +1,9 @@
 """A whole journal checked in one streamed pass: the chain across all effects, an optional signed checkpoint, and
 each effect's running check, whose receipts are made afterwards one at a time, as often as a reader asks.
 
-Memory stays flat however many effects the journal settles: the running checks of at most `KEPT` effects, those
-brought into memory last, are held; the others wait on disk (`_spill.Spilled`) until a later entry names them, and
-the receipts are read back from there in the order the journal first named the effects."""
+Given a bound (`kept`), memory stays flat however many effects the journal settles: the running checks of at most
+that many effects, those brought into memory last, are held; the others wait on disk (`_spill.Spilled`) until a
+later entry names them, and the receipts are read back from there in the order the journal first named them."""
 
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ from ._check import COVERS, EffectCheck, receipt
 from ._entry import Entry, as_entry, read_line
 from ._spill import Spilled
 
-KEPT = 10_000  # running checks held in memory (about 1 KB each); past it, the half longest held go to disk
-
-
 def read(item: Any) -> tuple[Entry | None, bool]:
     """(entry, whether its hash holds) of an item given as an entry (dict) or a stored line (bytes)."""
     if type(item) is bytes:
@@ -30,12 +27,13 @@ def read(item: Any) -> tuple[Entry | None, bool]:
 
 class JournalCheck:
     """`scan` a journal's entries once, then read `summary` and iterate `receipts`, and `close` it (or use it as a
-    context manager); never the entries or every receipt at once are kept, and only some effects' running checks
-    in memory."""
+    context manager); never the entries or every receipt at once are kept, only each effect's running check, and
+    in memory only `kept` of them when a bound is given (about 1 KB each): past it, the half longest in memory go
+    to disk, where spilling costs a few microseconds per effect."""
 
     def __init__(self, *, public_key: str | None = None, checkpoint: dict[str, Any] | None = None,
-                 service: Mapping[str, int] | None = None):
-        self.public_key, self.checkpoint, self.service = public_key, checkpoint, service
+                 service: Mapping[str, int] | None = None, kept: int | None = None):
+        self.public_key, self.checkpoint, self.service, self.kept = public_key, checkpoint, service, kept
         self.chain: list[str] = []  # journal-wide problems: links, hashes, the checkpoint
         self.entries = 0
         self.effects = 0  # how many effects the journal names
@@ -122,9 +120,9 @@ class JournalCheck:
 
     def _named(self, eid: str) -> EffectCheck:
         """The running check of an effect not in memory: found again on disk, else a new one."""
-        checks = self._checks
-        if len(checks) >= KEPT:
-            self._spill(len(checks) - KEPT // 2)
+        checks, kept = self._checks, self.kept
+        if kept is not None and len(checks) >= kept:
+            self._spill(len(checks) - kept // 2)
         back = self._spilled.take(eid) if self._spilled is not None else None
         if back is None:
             ordinal, check = self.effects, EffectCheck(eid)
