@@ -154,3 +154,13 @@ def test_memory_holds_at_most_kept_effects_and_the_disk_store_is_removed_after(t
 ])
 def test_a_receipt_is_indented_as_json_dumps_indents_it(value):
     assert indented(value) == json.dumps(value, indent=2, default=str)
+
+
+def test_a_temporary_folder_that_cannot_take_the_checks_is_one_line_and_exit_2(mixed, capsys, monkeypatch):
+    path, _ = mixed
+    monkeypatch.setattr(tempfile, "tempdir", str(path.parent / "missing"))
+    monkeypatch.setattr(cli, "KEPT", 1)
+    assert main([str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"{path}: {path.parent / 'missing'}: cannot keep checks on disk")

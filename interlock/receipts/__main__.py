@@ -6,7 +6,8 @@ journal holding a single effect is checked as that effect's receipt, as a bundle
 the record to the service's own export: a JSON object of effect id -> how many copies the service holds.
 
 Exit 0 valid with nothing held twice, 1 invalid or an effect held twice (`held_twice`), 2 unreadable input (one
-line on stderr naming the file and the field).
+line on stderr naming the file and the field) or a temporary folder that cannot take the checks a long journal
+sets aside on disk.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..errors import BundleError, JournalCorrupt
 from ..segments import JournalLines
 from ..witness import disagreement, witnessed
 from . import JournalCheck, verify, verify_journal
+from ._spill import SpillFailed
 
 KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
@@ -63,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
                 result, effects = _verify_journal_file(Path(args.file), args.archive, check)
             else:
                 result = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint, service)
-        except (Unreadable, BundleError, JournalCorrupt) as exc:
+            _write(result, effects)
+        except (Unreadable, BundleError, JournalCorrupt, SpillFailed) as exc:
             where = args.file + (f": {args.at}" if args.at else "")
             print(f"{where}: {exc}", file=sys.stderr)
             return 2
-        _write(result, effects)
     return 0 if result["valid"] and not result["held_twice"] else 1
 
 
