@@ -16,6 +16,7 @@ from ._check import COVERS, EffectCheck, receipt
 from ._entry import Entry, as_entry, read_line
 from ._spill import Spilled
 
+
 def read(item: Any) -> tuple[Entry | None, bool]:
     """(entry, whether its hash holds) of an item given as an entry (dict) or a stored line (bytes)."""
     if type(item) is bytes:
@@ -29,7 +30,7 @@ class JournalCheck:
     """`scan` a journal's entries once, then read `summary` and iterate `receipts`, and `close` it (or use it as a
     context manager); never the entries or every receipt at once are kept, only each effect's running check, and
     in memory only `kept` of them when a bound is given (about 1 KB each): past it, the half longest in memory go
-    to disk, where spilling costs a few microseconds per effect."""
+    to disk, for some 15 microseconds of CPU per effect stored and read back."""
 
     def __init__(self, *, public_key: str | None = None, checkpoint: dict[str, Any] | None = None,
                  service: Mapping[str, int] | None = None, kept: int | None = None):

@@ -4,7 +4,7 @@ so that a whole-journal check holds a bounded number of effects however long the
 Each effect is stored under its id with the position at which the journal first named it, so the receipts come
 back in that order, and with its share of the journal's verdict, so the verdict is read without rebuilding every
 effect. A later entry of a stored effect finds its state again: an in-memory filter of the ids stored says for
-certain which ids were never stored, and only the others are looked up, so a new effect costs no lookup.
+certain which ids were never stored, and only the others are looked up, so a new effect seldom costs a lookup.
 """
 
 from __future__ import annotations
