@@ -42,6 +42,8 @@ class JournalCheck:
         self._checks: dict[str, EffectCheck] = {}  # the effects in memory, in the order they came into it
         self._ordinals: dict[str, int] = {}  # where the journal first named each effect in memory
         self._spilled: Spilled | None = None  # the others, once there are too many to hold
+        # the effects the service says it holds that the journal has not named yet
+        self._unnamed = {eid for eid, copies in (service or {}).items() if copies > 0}
 
     def __enter__(self) -> JournalCheck:
         return self
@@ -101,7 +103,7 @@ class JournalCheck:
                 if held:
                     held_twice.append(eid)
         problems += [f"service: holds {_copies(copies)} of effect {eid}, which the journal does not name"
-                     for eid, copies in sorted((self.service or {}).items()) if copies > 0 and not self._names(eid)]
+                     for eid, copies in sorted((self.service or {}).items()) if eid in self._unnamed]
         return {
             "valid": not problems and valid,
             "tamper_evident": not self.chain,
@@ -128,6 +130,7 @@ class JournalCheck:
         if back is None:
             ordinal, check = self.effects, EffectCheck(eid)
             self.effects += 1
+            self._unnamed.discard(eid)
         else:
             ordinal, check = back
         checks[eid] = check
@@ -170,10 +173,6 @@ class JournalCheck:
         if self._spilled is not None and self._checks:
             self._spill(len(self._checks))
         return self._spilled
-
-    def _names(self, eid: str) -> bool:
-        """Whether the journal names the effect."""
-        return eid in self._checks or (self._spilled is not None and self._spilled.holds(eid))
 
 
 def _standing(eid: str, outcome: dict[str, Any]) -> tuple[list[str], bool, bool] | None:

@@ -76,11 +76,6 @@ class Spilled:
             row = self._db.execute("SELECT ordinal, state FROM checks WHERE effect_id = ?", (eid,)).fetchone()
         return None if row is None else (row[0], EffectCheck.restored(pickle.loads(row[1])))
 
-    def holds(self, eid: str) -> bool:
-        """Whether the effect is stored."""
-        with _scratch(str(self._path)):
-            return self._db.execute("SELECT 1 FROM checks WHERE effect_id = ?", (eid,)).fetchone() is not None
-
     def checks(self) -> Iterator[tuple[str, EffectCheck]]:
         """(id, check) of every stored effect, in the order the journal first named them."""
         loads, restored = pickle.loads, EffectCheck.restored
