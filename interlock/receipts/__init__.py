@@ -67,8 +67,9 @@ def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
     against the service's export of the copies it holds per effect when one is given.
 
     `entries` may be any iterable, a list or a stream read from the file: the journal is checked in one pass and
-    never held whole, only each effect's running check. An item may be an entry or a stored line (bytes, without
-    its newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
+    never held whole, only each effect's running check, in memory (the result holds every receipt anyway: moving
+    checks to disk would only slow the pass). An item may be an entry or a stored line (bytes, without its
+    newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
     if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
     check = JournalCheck(public_key=public_key, checkpoint=checkpoint, service=service)

@@ -9,6 +9,7 @@ service holds) each count; so does the service's own export, when the caller pas
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Mapping
 
 from ..kinds import (AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED,
@@ -55,6 +56,21 @@ class EffectCheck:
         self.after_target_error = False
         self.evidence: Any = None
         self.rechecked: Any = None
+
+    def state(self) -> tuple[Any, ...]:
+        """Every field in slot order: what a check moved out of memory is stored as."""
+        return _fields(self)
+
+    @classmethod
+    def restored(cls, state: tuple[Any, ...]) -> EffectCheck:
+        """The check a `state` was taken from, to feed on or to make the receipt of."""
+        check = cls.__new__(cls)
+        (check.effect_id, check.count, check.previous, check.last_seq, check.chain, check.shape, check.order,
+         check.first, check.order_open, check.order_resolved, check.counted, check.authorized, check.held,
+         check.span, check.span_authorized, check.span_held, check.landings, check.open_dispatch, check.ambiguous,
+         check.twice, check.refused_reason, check.after_target_error, check.evidence, check.rechecked,
+         check.epoch) = state  # in slot order, as `state` lists them
+        return check
 
     def feed(self, entry: Entry | None, holds: bool) -> None:
         """Check one more entry (None for a line that is not an object); `holds` says whether its stored hash
@@ -184,6 +200,11 @@ class EffectCheck:
         first = ("entries[0]: the first entry is not PROPOSED",) if self.first not in (None, PROPOSED) else ()
         return [*self.chain, *self.shape, *first, *self.order]
 
+    def clean(self) -> bool:
+        """Whether the receipt is valid with nothing held twice before a service's export is held to it: true of
+        most effects of a long journal, which then add nothing to its verdict."""
+        return not self.twice and not self.problems()
+
     def happened(self) -> Any:
         """True once a landing is on record, "unknown" while a send is open or ambiguous, else False."""
         return True if self.landings else ("unknown" if self.open_dispatch or self.ambiguous else False)
@@ -206,6 +227,9 @@ class EffectCheck:
             "evidence": self.evidence,
             "rechecked_at_recovery": self.rechecked,
         }
+
+
+_fields = attrgetter(*EffectCheck.__slots__)
 
 
 def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
