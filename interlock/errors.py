@@ -10,6 +10,7 @@
     ├── ClaimLost                  this process's claim was taken over; it must not write or send
     ├── GuardFailed                a check run inside the dispatch transaction failed; DISPATCHED was not written
     ├── BundleError                a receipt bundle that cannot be read as one
+    ├── SpillFailed                `interlock.receipts` could not keep effects' checks in its temporary folder
     └── EffectError                raised by `Outcome.raise_for_status()`; carries the outcome
         ├── EffectRefused          the gate refused the effect (nothing landed)
         └── EffectUnsettled        whether the effect landed is not known yet (AMBIGUOUS, IN_FLIGHT)
