@@ -29,8 +29,8 @@ def watched_submitter(path: str, effects: int, worker: int) -> Call:
     def flock(fd: int, operation: int) -> None:
         if operation == fcntl.LOCK_UN:
             turns[-1].append(time.monotonic())
-        fcntl.flock(fd, operation)
-        if operation == fcntl.LOCK_EX:
+        fcntl.flock(fd, operation)  # a try that finds the lock held raises here: no turn
+        if operation & fcntl.LOCK_EX:
             turns.append([time.monotonic()])
 
     interlock.journal.fcntl = types.SimpleNamespace(

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 from .errors import JournalCorrupt
 
-BLOCK = 1 << 22
+BLOCK = 1 << 20  # a reader holds about four blocks at once: 1 MiB keeps that small and the reads few
 Reader = Callable[[int, int], bytes]
 
 
