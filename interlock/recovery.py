@@ -51,6 +51,17 @@ def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id:
     return journal.append(kind, effect_id, data)  # a database journal fences appends on the claim epoch itself
 
 
+def append_settled(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str,
+                   data: dict[str, Any]) -> dict[str, Any]:
+    """`append_claimed` for a resolution off the plain path (a refusal, a recovery's answer, a failed send), made
+    durable at once: no later flush of its own covers it, and a journal cut back behind it must show to its witness.
+    The plain path's COMMITTED rides on the next flush, so a gated effect still costs one."""
+    entry = append_claimed(journal, claim, kind, effect_id, data)
+    if isinstance(journal, Journal):
+        journal.flush()
+    return entry
+
+
 def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimLike) -> Any:
     """Send through the target, handing it the claim epoch when it fences on one."""
     if getattr(target, "takes_epoch", False):
@@ -109,7 +120,7 @@ class Recovery:
             settled = self.look_up(checks, error=error)
             if settled is not None:
                 return settled
-        append_claimed(self.journal, self.claim, AMBIGUOUS, self.eid, {
+        append_settled(self.journal, self.claim, AMBIGUOUS, self.eid, {
             "reason": f"the send raised {error['type']}: {error['message']}", "error": error,
             "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
@@ -166,7 +177,7 @@ class Recovery:
                                 "rechecked": rechecked.journaled() if rechecked else None, "epoch": self.claim.epoch}
         if error is not None:
             data["error"] = error
-        append_claimed(self.journal, self.claim, COMMITTED, self.eid, data)
+        append_settled(self.journal, self.claim, COMMITTED, self.eid, data)
         return Outcome(Status.COMMITTED_ON_QUERY, self.eid, found, rechecked, error=error)
 
     def _settle_unsent(self, rechecked: Check) -> Outcome:
@@ -208,12 +219,12 @@ class Recovery:
                 return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=describe_error(exc))
             return self.send_failed(exc, rechecked)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
-        append_claimed(self.journal, self.claim, COMMITTED, self.eid,
+        append_settled(self.journal, self.claim, COMMITTED, self.eid,
                        {"via": via, "result": result, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         return Outcome(status, self.eid, result, rechecked)
 
     def _ambiguous(self, reason: str, rechecked: Check) -> Outcome:
-        append_claimed(self.journal, self.claim, AMBIGUOUS, self.eid,
+        append_settled(self.journal, self.claim, AMBIGUOUS, self.eid,
                        {"reason": reason, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked)
 
@@ -232,7 +243,5 @@ def refuse(journal: JournalLike, claim: ClaimLike, eid: str, code: RefusalCode, 
     entry: dict[str, Any] = {"code": code.value, "reason": reason, "resolves": resolves}
     if looked is not None:
         entry[key] = looked.journaled()
-    append_claimed(journal, claim, REFUSED, eid, {**entry, **data})
-    if isinstance(journal, Journal):  # mostly no send came before, whose flush would cover it: witness it now, so a
-        journal.flush()  # journal later cut back behind the refusal is refused instead of deciding it again
+    append_settled(journal, claim, REFUSED, eid, {**entry, **data})
     return Outcome(Status.refusal(code), eid, rechecked=looked)

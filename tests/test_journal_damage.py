@@ -126,3 +126,21 @@ def test_the_receipts_command_judges_a_torn_last_line_and_a_cut_as_the_library_d
     assert cut.returncode == 1 and "cut back" in cut.stdout
     with pytest.raises(JournalCorrupt, match="cut back"):
         Journal(path)
+
+
+def test_a_recovery_answer_is_witnessed_so_a_journal_cut_behind_it_is_refused(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    held: dict[str, dict] = {}
+
+    def send(eid: str, payload: dict) -> dict:
+        held[eid] = payload
+        raise ConnectionResetError("the answer was lost on the way back")
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: held.get(eid))
+    outcome = Gate(path, target, claim_wait=5).submit(Effect("job:lost", {"n": 1}))
+    assert outcome.status == "COMMITTED_ON_QUERY"
+    raw = path.read_bytes()
+    assert json.loads(raw.splitlines()[-1])["via"] == "recovery-query"
+    path.write_bytes(raw[: line_starts(raw)[-1]])  # a restore that lost exactly the recovery's answer
+    with pytest.raises(JournalCorrupt, match="cut back"):
+        Journal(path)
