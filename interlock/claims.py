@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .canonical import loads
+
 POLL_SECONDS = 0.002
 DEFAULT_TTL = 30.0
 RECORD_BYTES = 512  # an owner record's size on disk, padded
@@ -259,7 +261,7 @@ def _closed(fd: int) -> int:
 def _read(fd: int) -> dict[str, Any]:
     raw = os.pread(fd, 4096, 0)
     try:
-        record = json.loads(raw) if raw else {}
+        record = loads(raw) if raw else {}  # read under the journal's lock on every entry: msgspec, not json
     except ValueError:
         record = {}
     return record if isinstance(record, dict) else {}

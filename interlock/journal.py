@@ -83,7 +83,7 @@ class Behind(NamedTuple):
 
     end: int
     seq: int
-    head: str
+    head: str | None
 
 
 class _Named(msgspec.Struct):
@@ -270,8 +270,10 @@ class Journal:
         checkpoint due. They are never rewritten, and `append` checks them all before it returns, so a send still
         follows only a journal that checked out. None: read them under the lock."""
         start, end = self._offset, self._files.size()
-        if end == start or end - start > BEHIND_BYTES or self._files.rolled_away():
+        if end < start or end - start > BEHIND_BYTES or self._files.rolled_away():
             return None
+        if end == start:  # nothing new: the turn is only this append's own write
+            return None if self._tail_entries + 1 >= self._checkpoint_every else Behind(end, self._seq, self._last)
         gap = self._files.pread(end - start, start)
         if len(gap) != end - start or gap[-1:] != b"\n":
             return None
