@@ -31,6 +31,7 @@ BIG = 1_000_000
 SMALL = 1_000
 CLAIM_RUNS = 20
 WORKERS = (1, 4, 16)
+ROUNDS = 3
 SHARED_EFFECTS = 1920  # per worker count, split evenly between the workers: 120 each at 16, so the start and the
 # last straggler weigh little beside the steady state
 RECENT = 1_000  # entries appended after the last checkpoint before the timed open
@@ -116,17 +117,25 @@ def _shared_run(path: Path, workers: int) -> Run:
 
 
 def _shared_journal(folder: Path) -> dict[str, Any]:
+    """Each worker count ROUNDS times, the counts taking turns, so a slow spell of this shared machine falls on
+    every count alike; each figure is the median of its rounds, and the scaling the median of each round's own
+    ratio to that round's single worker."""
     folder.mkdir(parents=True)
-    runs = {n: _shared_run(folder / f"journal-{n}.jsonl", n) for n in WORKERS}
-    out: dict[str, Any] = {"shared_journal_effects_per_worker_count": SHARED_EFFECTS}
-    for n, measured in runs.items():
-        out[f"jsonl_effects_per_second_{n}_workers"] = round(measured.effects_per_second, 1)
-        out[f"jsonl_scaling_{n}_workers"] = round(measured.effects_per_second / runs[1].effects_per_second, 2)
+    rounds = [{n: _shared_run(folder / f"journal-{r}-{n}.jsonl", n) for n in WORKERS} for r in range(ROUNDS)]
+    out: dict[str, Any] = {"shared_journal_effects_per_worker_count": SHARED_EFFECTS, "shared_journal_rounds": ROUNDS}
+    for n in WORKERS:
+        measured = [r[n] for r in rounds]
+        rates = [m.effects_per_second for m in measured]
+        out[f"jsonl_effects_per_second_{n}_workers"] = round(statistics.median(rates), 1)
+        ratios = [r[n].effects_per_second / r[1].effects_per_second for r in rounds]
+        out[f"jsonl_scaling_{n}_workers"] = round(statistics.median(ratios), 2)
+        out[f"jsonl_scaling_{n}_workers_each_round"] = [round(x, 2) for x in ratios]
         # CPU per effect beside the wall time per effect per core: near 1, the run computed rather than waited,
         # and then more workers than cores can add no more than the cores left idle
-        out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(measured.cpu_seconds_per_effect * 1e3, 3)
+        cpu = statistics.median(m.cpu_seconds_per_effect for m in measured)
+        out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(cpu * 1e3, 3)
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
-            measured.cpu_seconds_per_effect * measured.effects_per_second / min(n, os.cpu_count() or 1), 2)
+            cpu * statistics.median(rates) / min(n, os.cpu_count() or 1), 2)
     for n in (1, WORKERS[-1]):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
