@@ -10,7 +10,6 @@ reads only what came after it; full verification of every entry stays with `inte
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import threading
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 
 import msgspec
 
-from .canonical import HASH_FIELD, HASH_SUFFIX, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
+from .canonical import HASH_FIELD, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
 from .collector import collector_paused
 from .errors import ClaimLost, JournalCorrupt
 from .index import Checkpoint, EffectIndex
@@ -566,7 +565,7 @@ class Journal:
         due; returns how many it took. This loop runs once per line for every line any process appends, so a line
         laid out as the journal writes it is checked here inline, over its own bytes; any other goes to `_parse`,
         which decides and names what is wrong. At open, each line is also held to the witness."""
-        taken, limit, sha256, tail = 0, self._checkpoint_every, hashlib.sha256, self._tail
+        taken, limit, tail = 0, self._checkpoint_every, self._tail
         for raw in batch:
             if self._tail_entries >= limit:
                 break
@@ -575,8 +574,7 @@ class Journal:
             except (msgspec.DecodeError, UnicodeDecodeError):
                 fields = None
             if (fields is not None and fields.seq == self._seq + 1 and fields.prev == self._last
-                    and fields.kind in KINDS and raw[-HASH_SUFFIX:-66] == HASH_FIELD and raw[-2:] == b'"}'
-                    and sha256(raw[:-HASH_SUFFIX] + b"}").hexdigest() == fields.hash):
+                    and fields.kind in KINDS and laid_out_holds(raw, fields.hash)):
                 record = tail.get(fields.effect_id)
                 if (record.last_hash if record is not None else None) != fields.effect_prev:
                     record = self._linked(fields.effect_id, fields.effect_prev)  # in the index, or a broken link
@@ -595,21 +593,8 @@ class Journal:
         return taken
 
     def _parse(self, raw: bytes) -> tuple[Fields, dict[str, Any] | None, EffectRecord | None]:
-        """(fields, the whole entry if it settles its effect, the effect's record so far) of the next line, checked:
-        its fields decoded alone and its hash over its bytes, or, for a line that does not read so, whole."""
-        try:
-            fields = read_fields(raw)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return self._parse_whole(raw)
-        if (fields.kind not in KINDS or fields.seq != self._seq + 1 or fields.prev != self._last
-                or not laid_out_holds(raw, fields.hash)):
-            return self._parse_whole(raw)
-        record = self._linked(fields.effect_id, fields.effect_prev)
-        settling = fields.kind in RESOLUTIONS and fields.resolves is not False
-        return fields, loads(raw) if settling else None, record
-
-    def _parse_whole(self, raw: bytes) -> tuple[Fields, dict[str, Any] | None, EffectRecord | None]:
-        """`_parse` by the whole entry: the reading that decides, and names what is wrong."""
+        """(fields, the whole entry if it settles its effect, the effect's record so far) of the next line, read
+        whole and checked: the reading that decides, and names what is wrong."""
         try:
             entry = loads(raw)
         except ValueError as exc:
