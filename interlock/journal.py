@@ -27,7 +27,7 @@ from .canonical import HASH_FIELD, canonical_bytes, laid_out_holds, line_holds, 
 from .collector import collector_paused
 from .errors import ClaimLost, JournalCorrupt
 from .index import Checkpoint, EffectIndex
-from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles
+from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles, settling
 from .records import EffectRecord, Fields, as_fields, read_fields
 from .segments import SegmentFiles, line_at, line_batches, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
@@ -578,7 +578,7 @@ class Journal:
                 record = tail.get(fields.effect_id)
                 if (record.last_hash if record is not None else None) != fields.effect_prev:
                     record = self._linked(fields.effect_id, fields.effect_prev)  # in the index, or a broken link
-                resolution = loads(raw) if fields.kind in RESOLUTIONS and fields.resolves is not False else None
+                resolution = loads(raw) if settling(fields.kind, fields.resolves) else None
             else:
                 fields, resolution, record = self._parse(raw)
             start = self._offset
@@ -586,7 +586,7 @@ class Journal:
                 raise JournalCorrupt(f"{self.path}:{self._line + 1}: entry {fields.seq} is not the one its "
                                      f"witness {self._witness.path} saw written (the journal was rewritten)")
             if record is None:
-                record = tail[fields.effect_id] = EffectRecord(fields.effect_id)
+                record = EffectRecord(fields.effect_id)  # `_take` files it in the tail
             record.fold(fields.kind, fields.hash, start, fields.payload_hash, resolution)
             self._take(record, fields.seq, fields.hash, fields.prev, start, start + len(raw) + 1)
             taken += 1

@@ -34,7 +34,12 @@ def send_open_after(pending: bool, kind: Any) -> bool:
 def settles(entry: dict[str, Any]) -> bool:
     """Whether an entry resolves its effect for good: a resolution, except a refusal made before anything was
     sent (`resolves: false`), after which a later submit of the same effect may try again."""
-    return entry.get("kind") in RESOLUTIONS and entry.get("resolves") is not False
+    return settling(entry.get("kind"), entry.get("resolves"))
+
+
+def settling(kind: Any, resolves: Any) -> bool:
+    """`settles` for an entry read as its `kind` and `resolves` fields alone."""
+    return kind in RESOLUTIONS and resolves is not False
 
 
 def open_send(entries: Iterable[dict[str, Any]]) -> bool:

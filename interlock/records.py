@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from .kinds import PROPOSED, RESOLUTIONS, send_open_after, settles
+from .kinds import PROPOSED, send_open_after, settles
 
 
 class Fields(msgspec.Struct):
@@ -50,8 +50,7 @@ class EffectRecord:
     def add(self, entry: dict[str, Any], position: int) -> None:
         """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
         kind = entry["kind"]
-        self.fold(kind, entry["hash"], position, entry.get("payload_hash"),
-                  entry if kind in RESOLUTIONS and settles(entry) else None)
+        self.fold(kind, entry["hash"], position, entry.get("payload_hash"), entry if settles(entry) else None)
 
     def fold(self, kind: str, hash: str, position: int, payload_hash: Any, resolution: dict[str, Any] | None) -> None:
         """`add` for an entry read as its fields: `resolution` is the whole entry when it settles the effect."""
