@@ -148,7 +148,7 @@ class Gate:
         except Exception as exc:
             if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
                 return self._recovery(effect, claim).settle(self.claim_wait)
-            return self._recovery(effect, claim).send_failed(exc, looked)
+            return self._recovery(effect, claim).send_failed(exc, looked, self.claim_wait)
         self.hooks.reach(points.AFTER_COMMIT)
         append_claimed(self.journal, claim, COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
         return Outcome(Status.COMMITTED, eid, result)
@@ -229,5 +229,6 @@ def recorded_outcome(record: EffectRecord) -> Outcome:
     if kind == COMMITTED:
         return Outcome(Status.DUPLICATE_IGNORED, record.effect_id, entry.get("result", entry.get("found")))
     if kind == REFUSED:
-        return Outcome(Status.refusal(entry.get("code", RefusalCode.TARGET_ERROR.value)), record.effect_id)
+        return Outcome(Status.refusal(entry.get("code", RefusalCode.TARGET_ERROR.value)), record.effect_id,
+                       error=entry.get("error"))
     return Outcome(Status.AMBIGUOUS, record.effect_id, error=entry.get("error"))

@@ -25,6 +25,7 @@ class RefusalCode(str, enum.Enum):
     TARGET_ERROR = "target_error"  # the service answered a definite no that is not a precondition
     LEASE_AT_RECOVERY = "lease_at_recovery"  # recovery found the authority ended and the effect not landed
     STALE_PREMISE_AT_RECOVERY = "stale_premise_at_recovery"  # recovery found the facts moved and it not landed
+    SEND_FAILED = "send_failed"  # the caller's send raised, and the effect was found not landed once none could
 
     def __str__(self) -> str:
         return self.value
@@ -46,6 +47,7 @@ class Status(str, enum.Enum):
     REFUSED_TARGET_ERROR = REFUSED_PREFIX + RefusalCode.TARGET_ERROR.value
     REFUSED_LEASE_AT_RECOVERY = REFUSED_PREFIX + RefusalCode.LEASE_AT_RECOVERY.value
     REFUSED_STALE_PREMISE_AT_RECOVERY = REFUSED_PREFIX + RefusalCode.STALE_PREMISE_AT_RECOVERY.value
+    REFUSED_SEND_FAILED = REFUSED_PREFIX + RefusalCode.SEND_FAILED.value
 
     def __str__(self) -> str:
         return self.value

@@ -12,13 +12,15 @@ The order of questions, for an effect whose last send has no answer in the journ
 3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup.
 
 Without a lookup a failed re-check cannot say whether the first send landed, and tier 3 never resends: both
-record AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim confirm, after
+record AMBIGUOUS. A send that raised the caller's own error (not a lost answer) is never made again: the lookup
+decides once none of its requests can still land, as in 2, else it is AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim confirm, after
 REDISPATCHED is durable. The caller holds the claim, and every entry it appends is fenced by it (`append_claimed`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from . import hooks as points
@@ -89,8 +91,7 @@ class Recovery:
         """Settle the open dispatch, or report IN_FLIGHT while a request may still land and `wait` does not
         cover it."""
         self._deadline = time.monotonic() + wait
-        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
-        self._last_send = sends[-1]["ts"] if sends else None
+        self._note_last_send()
         rechecked = self.recheck()
         if self.target.tier == TIER_DEDUPE and rechecked.passed:
             return self._resend(rechecked, "retry", Status.COMMITTED_BY_RETRY)
@@ -113,17 +114,40 @@ class Recovery:
         decided = found["premises"] if found else {}
         return check(self.effect.lease, lambda: violations(self.effect.premises, decided, self.eid))
 
-    def send_failed(self, exc: BaseException, checks: Check | None) -> Outcome:
-        """The send raised the caller's own error: look once, else journal it as AMBIGUOUS; never resend it."""
+    def send_failed(self, exc: BaseException, checks: Check | None, wait: float | None = None) -> Outcome:
+        """The send raised the caller's own error, so it is never made again; what the service holds decides.
+
+        Found by the lookup, it landed (COMMITTED). Not found, it did not land once none of its requests can still
+        land (the target's `close_out`, or its in-flight bound waited out within `wait`, else what is left of
+        `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still land, it is
+        journaled AMBIGUOUS with the exception."""
         error = describe_error(exc)
+        if wait is not None:
+            self._deadline = time.monotonic() + wait
         if self.target.can_lookup:
             settled = self.look_up(checks, error=error)
             if settled is not None:
                 return settled
+            self._note_last_send()
+            early = self._shut_out()
+            if early is None:
+                settled = self.look_up(checks, error=error)
+                if settled is not None:
+                    return settled
+                refused = refuse(self.journal, self.claim, self.eid, RefusalCode.SEND_FAILED,
+                                 f"the send raised {error['type']}: {error['message']}; the service does not hold "
+                                 "the effect and none of its requests can still land", checks, resolves=True,
+                                 key="rechecked", error=error, epoch=self.claim.epoch)
+                return replace(refused, error=error)
         append_settled(self.journal, self.claim, AMBIGUOUS, self.eid, {
             "reason": f"the send raised {error['type']}: {error['message']}", "error": error,
             "epoch": self.claim.epoch})
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
+
+    def _note_last_send(self) -> None:
+        """When the effect's last send was journaled: a request of it may land up to the in-flight bound after."""
+        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
+        self._last_send = sends[-1]["ts"] if sends else None
 
     def _look_once_none_can_land(self, rechecked: Check) -> Outcome | None:
         """Shut the earlier send's requests out, then look once more: what `_shut_out` reports, else the lookup's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -171,22 +172,59 @@ def test_gates_share_a_journal_object(tmp_path, service):
     assert len(journal) == 8
 
 
-@pytest.mark.parametrize("tier", [1, 2])
-def test_a_bug_in_the_send_is_journaled_with_its_exception_and_not_called_again(tmp_path, tier):
-    calls = []
+def _buggy(calls, landed=None, landing_after=None):
+    """A send function with a bug (a KeyError): before its request, or after it sent one that lands later."""
 
     def send(effect_id, payload):
         calls.append(effect_id)
+        if landed is not None:
+            threading.Timer(landing_after, landed.append, [(effect_id, payload)]).start()
         return payload["missing"]
 
-    target = FunctionTarget("svc", send, tier=tier, find=lambda eid, payload: None, in_flight=0.0)
+    return send
+
+
+def _found_in(landed):
+    return lambda effect_id, payload: next(({"call": 1} for eid, _ in landed if eid == effect_id), None)
+
+
+@pytest.mark.parametrize("tier", [1, 2])
+def test_a_bug_in_the_send_is_refused_as_send_failed_once_nothing_can_land_and_not_called_again(tmp_path, tier):
+    calls = []
+    target = FunctionTarget("svc", _buggy(calls), tier=tier, find=lambda eid, payload: None, in_flight=0.0)
     gate = Gate(tmp_path / "journal.jsonl", target)
     outcome = gate.submit(effect())
-    assert outcome.status == "AMBIGUOUS" and outcome.error == {"type": "KeyError", "message": "'missing'"}
-    assert gate.journal.entries(outcome.effect_id)[-1]["error"] == outcome.error
+    assert outcome.status == "REFUSED:send_failed" and outcome.landed is False
+    assert outcome.error == {"type": "KeyError", "message": "'missing'"}
+    last = gate.journal.entries(outcome.effect_id)[-1]
+    assert last["kind"] == "REFUSED" and last["error"] == outcome.error and last["resolves"] is True
+    assert verify(bundle(gate.journal, outcome.effect_id))["happened"] is False
     again = gate.submit(effect())
-    assert again.status == "AMBIGUOUS" and again.error == outcome.error
+    assert again.status == "REFUSED:send_failed" and again.error == outcome.error
     assert calls == [outcome.effect_id]
+
+
+def test_a_bug_in_the_send_is_ambiguous_while_a_request_of_it_may_still_land(tmp_path):
+    calls = []
+    target = FunctionTarget("svc", _buggy(calls), tier=2, find=lambda eid, payload: None, in_flight=60.0)
+    gate = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2)
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.error == {"type": "KeyError", "message": "'missing'"}
+    assert kinds(gate, outcome.effect_id)[-1] == "AMBIGUOUS"
+    assert verify(bundle(gate.journal, outcome.effect_id))["happened"] == "unknown"
+    assert gate.submit(effect()).status == "AMBIGUOUS" and calls == [outcome.effect_id]
+
+
+def test_a_bug_raised_while_its_request_still_lands_is_found_after_the_bound_not_refused(tmp_path):
+    calls, landed = [], []
+    target = FunctionTarget("svc", _buggy(calls, landed, landing_after=0.3), tier=2, find=_found_in(landed),
+                            in_flight=0.6)
+    gate = Gate(tmp_path / "journal.jsonl", target, claim_wait=5.0)
+    started = time.monotonic()
+    outcome = gate.submit(effect())
+    assert outcome.status == "COMMITTED_ON_QUERY" and outcome.landed is True
+    assert time.monotonic() - started >= 0.5  # the bound after the DISPATCHED was waited out before the last look
+    assert outcome.error == {"type": "KeyError", "message": "'missing'"} and len(landed) == 1 and len(calls) == 1
 
 
 def test_a_lost_answer_to_an_unfenced_target_is_not_judged_before_its_in_flight_bound(tmp_path, service):

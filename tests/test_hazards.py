@@ -135,15 +135,23 @@ def test_a_paused_sender_whose_claim_was_taken_over_does_not_send_when_it_wakes(
     assert ledger.applies(EFFECT) == 1, "the woken sender sent although its claim was taken over"
 
 
-def test_an_exception_from_the_send_is_journaled_and_not_retried(world, ledger):
+def test_an_exception_from_the_send_is_refused_as_send_failed_when_the_ledger_holds_nothing_and_not_retried(
+        world, ledger):
     first = finished(worker(world, ledger, "--in-flight", "0", "--bug"))
-    assert first["status"] == "AMBIGUOUS"
+    assert first["status"] == "REFUSED:send_failed"
     assert first["error"] == {"type": "KeyError", "message": "'no such field'"}
     entries = Journal(world / "journal.jsonl").entries(EFFECT)
-    assert entries[-1]["kind"] == "AMBIGUOUS" and entries[-1]["error"]["type"] == "KeyError"
+    assert entries[-1]["kind"] == "REFUSED" and entries[-1]["error"]["type"] == "KeyError"
     again = finished(worker(world, ledger, "--in-flight", "0"))
-    assert again["status"] == "AMBIGUOUS" and again["error"]["type"] == "KeyError"
+    assert again["status"] == "REFUSED:send_failed" and again["error"]["type"] == "KeyError"
     assert not at_the_service(ledger), "a send whose own code failed was called again"
+
+
+def test_an_exception_from_the_send_is_ambiguous_while_its_in_flight_bound_outlasts_the_wait(world, ledger):
+    first = finished(worker(world, ledger, "--in-flight", "60", "--claim-wait", "0.2", "--bug"))
+    assert first["status"] == "AMBIGUOUS" and first["error"]["type"] == "KeyError"
+    assert Journal(world / "journal.jsonl").entries(EFFECT)[-1]["kind"] == "AMBIGUOUS"
+    assert not at_the_service(ledger)
 
 
 def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_service(world, ledger):
