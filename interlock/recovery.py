@@ -118,8 +118,8 @@ class Recovery:
         """The send raised the caller's own error, so it is never made again; what the service holds decides.
 
         Found by the lookup, it landed (COMMITTED). Not found, it did not land once none of its requests can still
-        land (the target's `close_out`, or its in-flight bound waited out within `wait`, else what is left of
-        `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still land, it is
+        land (the target's `close_out`, tried twice, or its in-flight bound waited out within `wait`, else what is
+        left of `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still land, it is
         journaled AMBIGUOUS with the exception."""
         error = describe_error(exc)
         if wait is not None:
@@ -130,6 +130,8 @@ class Recovery:
                 return settled
             self._note_last_send()
             early = self._shut_out()
+            if early is not None and early.status is Status.AMBIGUOUS:  # the close-out went unanswered: once more
+                early = self._shut_out()
             if early is None:
                 settled = self.look_up(checks, error=error)
                 if settled is not None:

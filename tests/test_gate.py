@@ -215,6 +215,20 @@ def test_a_bug_in_the_send_is_ambiguous_while_a_request_of_it_may_still_land(tmp
     assert gate.submit(effect()).status == "AMBIGUOUS" and calls == [outcome.effect_id]
 
 
+def test_a_bug_in_the_send_is_refused_once_a_close_out_whose_answer_was_lost_took_it_again(tmp_path):
+    calls, shut = [], []
+
+    def close_out(effect_id, payload, *, epoch):
+        shut.append(epoch)
+        if len(shut) == 1:
+            raise ConnectionResetError("the close-out's answer was lost")
+
+    target = FunctionTarget("svc", _buggy(calls), tier=2, find=lambda eid, payload: None, in_flight=60.0,
+                            shut=close_out)
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    assert outcome.status == "REFUSED:send_failed" and len(shut) == 2 and len(calls) == 1
+
+
 def test_a_bug_raised_while_its_request_still_lands_is_found_after_the_bound_not_refused(tmp_path):
     calls, landed = [], []
     target = FunctionTarget("svc", _buggy(calls, landed, landing_after=0.3), tier=2, find=_found_in(landed),

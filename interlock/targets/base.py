@@ -16,7 +16,7 @@ service refuses on its own, in `fences` (each a name recovery compares with what
 
 A target may also offer `close_out(effect_id, payload, *, epoch)`: make the service refuse every request of the
 effect still in flight, from now on (raise the epoch at the service, take the event id for good). After it, the
-lookup that follows is final.
+lookup that follows is final. It may be called again after it raised (its answer may have been lost).
 
 Recovery concludes "not landed" at once when the fences cover everything that moved, or after `close_out`;
 otherwise not before the last send's DISPATCHED time plus `in_flight` (seconds; `DEFAULT_IN_FLIGHT` when the
