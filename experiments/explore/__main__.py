@@ -2,7 +2,9 @@
 [--seed FIRST] [--systems a,b] [--jobs J]` runs seeded schedules of one hazard, stores every run as a history row
 and writes results/reliability/explore_<scenario>[_pg][_<hazard>].json counted from that history;
 `python -m experiments.explore --scenario S [--hazard H] [--journal J] --replay SEED` runs one schedule again and
-shows what happened; `python -m experiments.explore --check HISTORY` counts a stored history again, no service."""
+shows what happened; `python -m experiments.explore --check HISTORY` counts a stored history again, no service;
+`python -m experiments.explore --stale` lists the result files whose code changed since they were run, and the
+hazard cells not run yet."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_h
 from experiments.explore.processes import Forker
 from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
+from experiments.explore.staleness import report
 from experiments.explore.tally import Tally, in_window
 from experiments.harness import provenance, terminate_as_interrupt
 
@@ -105,6 +108,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--replay", type=int, metavar="SEED", help="run the schedule of this seed and show it")
     parser.add_argument("--check", type=Path, metavar="HISTORY", help="count a stored history again and print it")
+    parser.add_argument("--stale", action="store_true",
+                        help="list the result files whose code changed since their commit, and the cells not run")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for the result files and history/")
     parser.add_argument("--until", metavar="HH:MM[:SS]", default=None,
                         help="start no run after this UTC time today; the result counts the schedules every "
@@ -305,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     """Explore, replay or re-count; exit 1 when the gate broke a rule outside the check-to-send window."""
     try:
         args = parse_args(argv)
+        if args.stale:
+            print("\n".join(report(args.out, REPO)))
+            return 0
         if args.replay is None and args.check is None:
             args.out.mkdir(parents=True, exist_ok=True)
     except (_Usage, ValueError) as exc:

@@ -1,0 +1,54 @@
+"""`--stale`: which reliability files still stand for the code, read from a real git history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from experiments.explore.__main__ import main
+from experiments.explore.staleness import not_run, report
+
+
+def _git(repo, *args):
+    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _result(out, name, commit):
+    (out / name).write_text(json.dumps({"provenance": {"commit": commit}}))
+
+
+def test_a_result_whose_library_changed_since_its_commit_is_listed_with_the_files(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    (repo / "interlock").mkdir()
+    (repo / "interlock" / "recovery.py").write_text("A = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "first")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "interlock" / "recovery.py").write_text("A = 2\n")
+    (repo / "README.md").write_text("not code a run depends on\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "second")
+    _result(out, "explore_ledger_send_raises.json", first)
+    _result(out, "explore_ledger_sigstop.json", _git(repo, "rev-parse", "HEAD"))
+    _result(out, "explore_ledger_journal_cut.json", "0" * 40)
+    lines = report(out, repo)
+    assert f"explore_ledger_send_raises.json  {first[:8]}  1 file(s) changed since: interlock/recovery.py" in lines
+    assert any(line.startswith("explore_ledger_sigstop.json") and line.endswith("  current") for line in lines)
+    assert any(line.startswith("explore_ledger_journal_cut.json") and "cannot tell" in line for line in lines)
+
+
+def test_every_declared_cell_without_a_file_is_named_not_run(tmp_path):
+    _result(tmp_path, "explore_ledger.json", None)
+    missing = not_run(tmp_path)
+    assert "explore_ledger.json" not in missing
+    assert "explore_calendar_pg_slow_service.json" in missing and "explore_gcp_resource_sigstop.json" in missing
+    assert "explore_gcp_resource_pg_sigstop.json" not in missing  # sigstop runs on the file journal only
+
+
+def test_the_stale_flag_prints_the_report_and_exits_zero(tmp_path, capsys):
+    assert main(["--stale", "--out", str(tmp_path)]) == 0
+    assert "not run: explore_calendar.json" in capsys.readouterr().out
