@@ -29,13 +29,15 @@ class Standing:
 
 def standings(out: Path, repo: Path) -> list[Standing]:
     """Every `explore_*.json` in `out`, with the code changed between its commit and the work tree's HEAD."""
-    found = []
+    found, changed = [], {}  # many files share a commit: one diff each
     for path in sorted(out.glob("explore_*.json")):
         try:
             commit = json.loads(path.read_text())["provenance"]["commit"]
         except (OSError, ValueError, KeyError, TypeError):
             commit = None
-        found.append(Standing(path.name, commit, _changed_since(commit, repo) if isinstance(commit, str) else None))
+        if isinstance(commit, str) and commit not in changed:
+            changed[commit] = _changed_since(commit, repo)
+        found.append(Standing(path.name, commit, changed.get(commit)))
     return found
 
 
