@@ -9,12 +9,14 @@ The order of questions, for an effect whose last send has no answer in the journ
    made the service refuse them, or else after the last send's DISPATCHED time plus the target's `in_flight`
    bound (recovery waits that out when it fits in the caller's wait, else reports IN_FLIGHT with `decide_at`).
    Then the lookup is made once more: an effect that landed late is recorded as committed, never as refused.
-3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup.
+3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup,
+   and so is a resend whose answer was lost: found, it landed; not found, it stays open for the next recovery.
 
 Without a lookup a failed re-check cannot say whether the first send landed, and tier 3 never resends: both
 record AMBIGUOUS. A send that raised the caller's own error (not a lost answer) is never made again: the lookup
-decides once none of its requests can still land, as in 2, else it is AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim confirm, after
-REDISPATCHED is durable. The caller holds the claim, and every entry it appends is fenced by it (`append_claimed`).
+decides once none of its requests can still land, as in 2, else it is AMBIGUOUS. Every resend is preceded by a
+last look at lease and premises and a claim confirm, after REDISPATCHED is durable. The caller holds the claim,
+and every entry it appends is fenced by it (`append_claimed`).
 """
 
 from __future__ import annotations
@@ -119,8 +121,8 @@ class Recovery:
 
         Found by the lookup, it landed (COMMITTED). Not found, it did not land once none of its requests can still
         land (the target's `close_out`, tried twice, or its in-flight bound waited out within `wait`, else what is
-        left of `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still land, it is
-        journaled AMBIGUOUS with the exception."""
+        left of `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still
+        land, it is journaled AMBIGUOUS with the exception."""
         error = describe_error(exc)
         if wait is not None:
             self._deadline = time.monotonic() + wait
@@ -241,13 +243,19 @@ class Recovery:
             code = RefusalCode.STALE_PREMISE_AT_RECOVERY if no.precondition else RefusalCode.TARGET_ERROR
             return self._refuse(code, rechecked, detail=no.detail)
         except Exception as exc:
-            if unanswered(exc):  # lost again: leave the dispatch open for the next recovery
-                return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=describe_error(exc))
+            if unanswered(exc):  # lost again: a look finds it if it landed, else the next recovery settles it
+                return self._look_after_lost(rechecked, exc)
             return self.send_failed(exc, rechecked)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
         append_settled(self.journal, self.claim, COMMITTED, self.eid,
                        {"via": via, "result": result, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         return Outcome(status, self.eid, result, rechecked)
+
+    def _look_after_lost(self, rechecked: Check, exc: BaseException) -> Outcome:
+        """The resend's answer was lost: COMMITTED_ON_QUERY when the service already holds the effect, else
+        AMBIGUOUS, left open (a request of the resend may still land, so "not found" settles nothing)."""
+        settled = self.look_up(rechecked) if self.target.can_lookup else None
+        return settled if settled is not None else Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=describe_error(exc))
 
     def _ambiguous(self, reason: str, rechecked: Check) -> Outcome:
         append_settled(self.journal, self.claim, AMBIGUOUS, self.eid,

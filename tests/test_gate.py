@@ -255,3 +255,23 @@ def test_a_lost_answer_found_by_the_lookup_is_committed_without_waiting_out_the_
     service.lose_answer = True
     outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
     assert outcome.status == "COMMITTED_ON_QUERY" and len(service.landed) == 1
+
+
+def test_a_resend_whose_answer_is_lost_is_found_by_one_more_lookup_not_left_open(tmp_path, service):
+    sends = []
+
+    def lossy(effect_id, payload):  # the first request never arrives; the resend lands and its answer is lost
+        sends.append(effect_id)
+        if len(sends) == 2:
+            service.landed.append((effect_id, payload))
+        raise ConnectionResetError("connection reset")
+
+    target = FunctionTarget("svc", lossy, tier=2, find=service.find, in_flight=0.0)
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5).submit(effect())
+    assert outcome.status == "COMMITTED_ON_QUERY" and outcome.evidence == {"call": 1}
+    assert len(sends) == 2 and len(service.landed) == 1
+    journal = Journal(tmp_path / "journal.jsonl")
+    assert [e["kind"] for e in journal.entries(outcome.effect_id)] == [
+        "PROPOSED", "AUTHORIZED", "DISPATCHED", "REDISPATCHED", "COMMITTED"]
+    assert journal.entries(outcome.effect_id)[-1]["via"] == "recovery-query"
+    assert not journal.effect(outcome.effect_id).open_dispatch
