@@ -275,3 +275,18 @@ def test_a_resend_whose_answer_is_lost_is_found_by_one_more_lookup_not_left_open
         "PROPOSED", "AUTHORIZED", "DISPATCHED", "REDISPATCHED", "COMMITTED"]
     assert journal.entries(outcome.effect_id)[-1]["via"] == "recovery-query"
     assert not journal.effect(outcome.effect_id).open_dispatch
+
+
+def test_a_resend_whose_answer_is_lost_and_not_found_stays_open_and_is_not_sent_again(tmp_path, service):
+    sends = []
+
+    def unreachable(effect_id, payload):  # no request arrives, and none is answered
+        sends.append(effect_id)
+        raise ConnectionResetError("connection reset")
+
+    target = FunctionTarget("svc", unreachable, tier=2, find=service.find, in_flight=0.0)
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5).submit(effect())
+    assert outcome.status == "AMBIGUOUS" and len(sends) == 2  # the send and one resend, nothing more
+    journal = Journal(tmp_path / "journal.jsonl")
+    assert journal.effect(outcome.effect_id).open_dispatch  # a request of the resend may still land
+    assert journal.entries(outcome.effect_id)[-1]["kind"] == "REDISPATCHED"
