@@ -120,9 +120,9 @@ class Recovery:
         """The send raised the caller's own error, so it is never made again; what the service holds decides.
 
         Found by the lookup, it landed (COMMITTED). Not found, it did not land once none of its requests can still
-        land (the target's `close_out`, tried twice, or its in-flight bound waited out within `wait`, else what is
-        left of `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still
-        land, it is journaled AMBIGUOUS with the exception."""
+        land (the target's `close_out`, or its in-flight bound waited out within `wait`, else what is left of
+        `settle`'s): then it is refused as `send_failed`. Without a lookup, or while a request may still land, it
+        is journaled AMBIGUOUS with the exception."""
         error = describe_error(exc)
         if wait is not None:
             self._deadline = time.monotonic() + wait
@@ -131,10 +131,7 @@ class Recovery:
             if settled is not None:
                 return settled
             self._note_last_send()
-            early = self._shut_out()
-            if early is not None and early.status is Status.AMBIGUOUS:  # the close-out went unanswered: once more
-                early = self._shut_out()
-            if early is None:
+            if self._shut_out() is None:
                 settled = self.look_up(checks, error=error)
                 if settled is not None:
                     return settled
@@ -162,14 +159,17 @@ class Recovery:
     def _shut_out(self) -> Outcome | None:
         """Make sure no request of the earlier send can still land: the target's `close_out` makes the service
         refuse them, or else the in-flight bound after the last send is waited out. None once none can; IN_FLIGHT
-        (with `decide_at`) when the wait does not cover the bound; AMBIGUOUS, left open, when the service did not
-        answer the close-out."""
+        (with `decide_at`) when the wait does not cover the bound; AMBIGUOUS, left open, when the close-out failed
+        twice (it is safe to repeat, so one whose answer was lost is made once more)."""
         close_out = getattr(self.target, "close_out", None)
         if close_out is not None:
             try:
                 close_out(self.eid, self.effect.payload, epoch=self.claim.epoch)
-            except Exception as exc:  # the dispatch stays open for the next recovery
-                return Outcome(Status.AMBIGUOUS, self.eid, error=describe_error(exc))
+            except Exception:  # safe to repeat: a close-out whose answer was lost is made once more
+                try:
+                    close_out(self.eid, self.effect.payload, epoch=self.claim.epoch)
+                except Exception as exc:  # the dispatch stays open for the next recovery
+                    return Outcome(Status.AMBIGUOUS, self.eid, error=describe_error(exc))
             return None
         if self._last_send is None:
             return None

@@ -229,6 +229,24 @@ def test_a_bug_in_the_send_is_refused_once_a_close_out_whose_answer_was_lost_too
     assert outcome.status == "REFUSED:send_failed" and len(shut) == 2 and len(calls) == 1
 
 
+def test_a_recovery_makes_a_close_out_whose_answer_was_lost_once_more_and_then_decides(tmp_path):
+    live, shut = [True], []
+
+    def lost(effect_id, payload):  # the request never arrives, and the lease ends before recovery looks
+        live[0] = False
+        raise ConnectionResetError("connection reset")
+
+    def close_out(effect_id, payload, *, epoch):
+        shut.append(epoch)
+        if len(shut) == 1:
+            raise ConnectionResetError("the close-out's answer was lost")
+
+    target = FunctionTarget("svc", lost, tier=2, find=lambda eid, payload: None, in_flight=60.0, shut=close_out)
+    lease = CallableLease(lambda: live[0], lambda: {"incident": "INC-1", "status": "open" if live[0] else "resolved"})
+    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(Effect("k", {"to": "v41"}, [], lease))
+    assert outcome.status == "REFUSED:lease_at_recovery" and outcome.landed is False and len(shut) == 2
+
+
 def test_a_bug_raised_while_its_request_still_lands_is_found_after_the_bound_not_refused(tmp_path):
     calls, landed = [], []
     target = FunctionTarget("svc", _buggy(calls, landed, landing_after=0.3), tier=2, find=_found_in(landed),
