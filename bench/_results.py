@@ -25,7 +25,9 @@ def provenance(load_at_start: float | None = None) -> dict[str, Any]:
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit,
-        "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None,
+        # the code, not the results: a run of several benchmarks has written the earlier ones' files by now
+        "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
+        if commit else None,
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "load_average": {"at_start": load_at_start, "at_end": round(os.getloadavg()[0], 2)},
     }

@@ -47,3 +47,24 @@ def test_a_figure_stands_beside_its_target_and_whether_it_was_met():
 
     assert against(0.35, "<=", 0.2) == {"measured": 0.35, "target": "<= 0.2", "met": False}
     assert against(3.5, ">=", 1.5)["met"] and against(0.025, "<", 0.5)["met"]
+
+
+def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_before_it(tmp_path, monkeypatch):
+    import subprocess
+
+    import bench._results as results
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "gate.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "first")
+    monkeypatch.setattr(results, "ROOT", tmp_path)
+    (tmp_path / "results" / "gate.json").write_text('{"figure": 2}')  # an earlier benchmark of the same run
+    assert results.provenance()["tree_modified"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results.provenance()["tree_modified"] is True
