@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 
 import pytest
 
@@ -50,8 +51,6 @@ def test_a_figure_stands_beside_its_target_and_whether_it_was_met():
 
 
 def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_before_it(tmp_path, monkeypatch):
-    import subprocess
-
     import bench._results as results
 
     def git(*args):
