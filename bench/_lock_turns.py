@@ -15,11 +15,12 @@ import types
 from pathlib import Path
 from typing import Any
 
-from ._throughput import Call, run_workers
+from ._throughput import WARMUP, Call, run_workers
 
 
 def watched_submitter(path: str, effects: int, worker: int) -> Call:
-    """`bench.gate.submitter`, with the append lock's turns recorded for its `effects` effects."""
+    """`bench.gate.submitter`, with the append lock's turns recorded for its `effects` timed effects (after the
+    harness's untimed warm-up ones)."""
     import interlock.journal
 
     from .gate import submitter
@@ -39,11 +40,11 @@ def watched_submitter(path: str, effects: int, worker: int) -> Call:
     done = [0]
 
     def make(key: str) -> None:
-        if done[0] == 0:
-            turns.clear()  # the set-up's own turns are not the run's
+        if done[0] == WARMUP:
+            turns.clear()  # the set-up's and the warm-up's own turns are not the run's
         call(key)
         done[0] += 1
-        if done[0] == effects:
+        if done[0] == WARMUP + effects:
             Path(f"{path}.turns-{worker}").write_text(json.dumps(turns))
 
     return make

@@ -1,7 +1,9 @@
 """Effects per second of worker processes sharing one store: the one harness every throughput benchmark runs.
 
-Each worker is a fresh spawned process that sets its system up (imports, connections, a DBOS launch), waits at a
-barrier with the others, then makes its share of effects one after another, timing each. The rate is every effect
+Each worker is a fresh spawned process that sets its system up (imports, connections, a DBOS launch) and makes
+WARMUP effects of its own untimed (so a database session's first statements, which plan and compile, and a
+process's first pass through its code fall on no system's figures), waits at a barrier with the others, then
+makes its share of effects one after another, timing each. The rate is every effect
 over the span from the first worker's start to the last worker's end; a worker that fails stops the run at once.
 """
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 DEADLINE_SECONDS = 600.0
+WARMUP = 10  # untimed effects per worker before the barrier
 
 Call = Callable[[str], None]  # makes the effect with this key, raising if it did not go through
 
@@ -55,6 +58,8 @@ def expect(got: Any, want: Any) -> None:
 def _worker(setup: Callable[..., Call], args: tuple[Any, ...], worker: int, keys: list[str], start: Any,
             done: Any) -> None:
     call = setup(*args, worker)
+    for i in range(WARMUP):
+        call(f"{keys[0]}-warmup-{i}")
     start.wait()
     began, cpu = time.time(), time.process_time()
     latencies = []

@@ -2,9 +2,11 @@
 how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what the claims' renewals cost.
 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
-journal and the claims: per effect one claim, four durable entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED),
-a confirm of the claim right before the send and a release. Both backends commit durably (fsync; PostgreSQL with
-synchronous_commit on). Worker counts are interleaved between the backends, round after round, and each rate is
+journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a
+confirm of the claim right before the send and a release. Both backends keep one durability contract: the send's
+entry is on disk before its request (fsync; a synchronous commit), every other entry with the next flush, and the
+PostgreSQL confirm commits synchronously too. Beside each rate stands the CPU time the workers spent per effect
+(the database server's is not in it). Worker counts are interleaved between the backends, round after round, and each rate is
 the median of REPEATS rounds, since the machine is shared; the load average at the start and the end says how
 busy it was.
 
@@ -33,7 +35,7 @@ from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 
 from ._results import against
-from ._throughput import Call, expect, run_workers
+from ._throughput import Call, Run, expect, run_workers
 
 WORKERS = (1, 4, 16)
 EFFECTS = 320  # per run, split evenly between the workers
@@ -52,7 +54,11 @@ def submitter(address: str, ttl: float, worker: int) -> Call:
 
 
 def _throughput(address: str, workers: int, run: str, ttl: float = 30.0) -> float:
-    return run_workers(submitter, (address, ttl), workers, EFFECTS, run).effects_per_second
+    return _run(address, workers, run, ttl).effects_per_second
+
+
+def _run(address: str, workers: int, run: str, ttl: float = 30.0) -> Run:
+    return run_workers(submitter, (address, ttl), workers, EFFECTS, run)
 
 
 def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
@@ -157,15 +163,18 @@ def run() -> dict[str, Any]:
                            "lease_ttl_seconds": LEASE_TTL, "load_average_at_start": os.getloadavg()[0]}
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
         backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
-        runs: dict[tuple[str, int], list[float]] = {(b, n): [] for b in backends for n in WORKERS}
+        runs: dict[tuple[str, int], list[Run]] = {(b, n): [] for b in backends for n in WORKERS}
         for i in range(REPEATS):  # every worker count and backend once per round, so drift falls on all alike
             for n in WORKERS:
                 for backend, address in backends.items():
-                    runs[backend, n].append(_throughput(address, n, f"{backend}-{n}-{i}"))
-        rates = {b: {n: round(statistics.median(runs[b, n]), 1) for n in WORKERS} for b in backends}
+                    runs[backend, n].append(_run(address, n, f"{backend}-{n}-{i}"))
+        rates = {b: {n: round(statistics.median(r.effects_per_second for r in runs[b, n]), 1) for n in WORKERS}
+                 for b in backends}
         for backend in backends:
             for n in WORKERS:
                 out[f"{backend}_effects_per_second_{n}_workers"] = rates[backend][n]
+                out[f"{backend}_worker_cpu_ms_per_effect_{n}_workers"] = round(
+                    statistics.median(r.cpu_seconds_per_effect for r in runs[backend, n]) * 1000, 3)
                 out[f"{backend}_scaling_{n}_workers"] = round(rates[backend][n] / rates[backend][1], 2)
         for n in WORKERS:
             out[f"postgresql_vs_jsonl_{n}_workers"] = round(rates["postgresql"][n] / rates["jsonl"][n], 2)

@@ -99,19 +99,20 @@ class Gate:
         self.journal.refresh()
         record = self.journal.effect(eid)
         if record is None:
-            append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            proposed = append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
             self.hooks.reach(points.AFTER_PROPOSED)
+            return self._dispatch(effect, claim, proposed)
         elif record.payload_hash != payload_hash:
             return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
         elif record.resolution is not None:
             return recorded_outcome(record)
         elif record.open_dispatch:
             return self._recovery(effect, claim).settle(self.claim_wait)
-        return self._dispatch(effect, claim)
+        return self._dispatch(effect, claim, proposal(self.journal, eid))
 
-    def _dispatch(self, effect: Effect, claim: ClaimLike) -> Outcome:
+    def _dispatch(self, effect: Effect, claim: ClaimLike, found: dict[str, Any] | None) -> Outcome:
+        """Authorize, journal the send and make it; `found` is the effect's PROPOSED entry, which it was decided on."""
         eid = effect.effect_id
-        found = proposal(self.journal, eid)
         decided = found["premises"] if found else {}
 
         def recheck() -> Check:

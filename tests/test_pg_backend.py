@@ -228,19 +228,34 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
 
 
 def test_an_append_retried_with_its_token_is_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND, _template, _token
+    from interlock.pg.journal import _APPEND_DURABLE, _templates
 
     journal = PgJournal(pg_url)
     journal.append("PROPOSED", "e1", {"payload_hash": "p"})
-    token = _token({})
-    body, line = _template("DISPATCHED", "e1", {"epoch": 1}, token, late=False)
-    params = ("e1", "DISPATCHED", 1, None, None, token, body, line, None, None)
+    token, body, late_body = _templates("DISPATCHED", "e1", {"epoch": 1})
+    params = ("e1", "DISPATCHED", 1, None, None, token, body, late_body)
     stored = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for _ in range(2):  # the second as a retry would send it, its first answer lost
-            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND, params)
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND_DURABLE, params)
             cur.nextset()
             stored.append(cur.fetchone()[0])
     assert stored[0] == stored[1]
     assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
     assert verify_journal(journal.entries())["valid"]
+
+
+def test_a_send_waits_for_the_disk_and_its_flush_covers_the_entries_before_it():
+    from experiments.services.postgres import TempCluster
+
+    def flushed_past(conn, lsn):
+        return conn.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
+
+    with TempCluster({"wal_writer_delay": "10s"}) as cluster:  # the WAL writer flushes nothing on its own here
+        journal = PgJournal(cluster.create_database("t"))
+        with psycopg.connect(journal.url, autocommit=True) as watcher:
+            journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+            written = watcher.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            assert not flushed_past(watcher, written)  # a PROPOSED is not waited for: its commit is not on disk yet
+            journal.append("DISPATCHED", "e1", {"epoch": None})
+            assert flushed_past(watcher, written)  # the send's flush took the PROPOSED with it

@@ -130,3 +130,23 @@ def test_a_failed_guard_under_a_live_claim_writes_nothing(pg_url):
     with pytest.raises(GuardFailed):
         claims.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: ["moved"]])
     assert claims.journal.effect("e1").kinds == ["PROPOSED"]
+
+
+def test_a_claim_brings_its_effects_entries_and_an_append_makes_the_next_read_go_to_the_database(pg_cluster,
+                                                                                                  pg_url):
+    from interlock.errors import JournalUnavailable
+
+    claims = _claims(pg_url, ttl=30)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    claim = claims.acquire("e1", wait=1)
+    pg_cluster.stop_server()
+    try:
+        assert claims.journal.effect("e1").kinds == ["PROPOSED"]  # read by the claim's own round trip
+        with pytest.raises(JournalUnavailable):
+            claims.journal.effect("e1")  # only the first read: every later one asks the database
+    finally:
+        pg_cluster.start()
+    claims.journal.append("AUTHORIZED", "e1", {"lease": None})
+    assert claims.journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED"]
+    claim.release()
+    claims.close()

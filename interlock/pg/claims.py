@@ -106,12 +106,12 @@ class PgClaims:
         deadline = time.monotonic() + wait
         holder = uuid.uuid4().hex
         while True:
-            epoch, taken = self._run(lambda conn: _one(conn.execute(
-                "SELECT * FROM interlock_claim(%s, %s, %s, %s)", (effect_id, holder, self.owner, self.ttl))),
+            epoch, taken, seqs, lines = self._run(lambda conn: _one(conn.execute(
+                "SELECT * FROM interlock_acquire(%s, %s, %s, %s)", (effect_id, holder, self.owner, self.ttl))),
                 f"claim {effect_id}")
             if epoch is not None:
                 claim = PgClaim(effect_id, epoch, holder, taken, self)
-                self.journal.fence(effect_id, epoch, holder)
+                self.journal.fence(effect_id, epoch, holder, list(zip(seqs or (), lines or ())))
                 with self._lock:
                     self._held[effect_id] = claim
                 self._start_renewer()

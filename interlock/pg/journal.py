@@ -15,11 +15,11 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ..addresses import safe_address
-from ..canonical import canonical_bytes
+from ..canonical import canonical_bytes, loads
 from ..errors import ClaimLost, GuardFailed, JournalUnavailable
-from ..journal import encode, seal
+from ..journal import plain
 from ..records import EffectRecord
-from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
+from ..kinds import DISPATCHED, LATE_RESULT, RESOLUTIONS, SENDS
 from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
 
 Guard = str | Callable[[], list[str]]
@@ -34,13 +34,19 @@ class PgJournal:
 
     An append is one round trip: `interlock_append` checks the writer's claim, takes the journal-wide lock, reads
     the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
-    transaction commits without waiting for the disk, which frees the lock at once, and a second transaction in
-    the same round trip waits for the flush that makes the entry durable. Appends from many sessions so share
-    their flushes, and `append` returns only once its entry is durable. For that moment an entry is visible
-    before it is durable: a process taking over a claim from a live lease commits its takeover synchronously,
-    so it never decides on an entry a server crash could take back; only a reader without the claim (an export
-    taken in that instant) can see one. Unique constraints refuse a forked chain even from a writer that skips
-    the function. An append for an effect whose claim this process holds is fenced on the claim's epoch.
+    transaction commits without waiting for the disk, which frees the lock at once.
+
+    Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before `append` returns,
+    because its request follows; a second transaction in the send's round trip waits for the flush that covers
+    it, so sends from many sessions share their flushes. Any other entry is durable with the next flush of the
+    database (any send's, any synchronous commit's, the WAL writer's within a fraction of a second), which
+    covers every commit before it. What a database crash can take is then only entries after the last flush: a
+    PROPOSED or AUTHORIZED proposed again, and a resolution whose send is left open, which recovery settles by
+    looking the effect up before it sends anything. Only a claim on a new effect commits without waiting: every
+    other takeover waits for its flush, so a new holder never decides on an earlier holder's entry that a crash
+    could take back; only a reader without the claim (an export, a report) can see one. Unique constraints
+    refuse a forked chain even from a writer that skips the function. An append for an effect whose claim this
+    process holds is fenced on the claim's epoch.
 
     Every session pins READ COMMITTED, whatever the database's default, since each statement of an append must
     see the entry committed just before it. Database failures surface as JournalUnavailable (saying what is
@@ -51,6 +57,7 @@ class PgJournal:
     def __init__(self, url: str):
         self.url = url
         self._epochs: dict[str, tuple[int, str]] = {}
+        self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
@@ -95,7 +102,7 @@ class PgJournal:
         """Nothing to catch up on: every read goes to the database."""
 
     def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Append one entry in its own transaction (durable at commit) and return it as stored.
+        """Append one entry in its own transaction and return it as stored (a send durable, see the class).
 
         A resolution after the effect's resolution, or from a writer whose claim was taken over, is stored as
         LATE_RESULT; any other write from such a writer raises ClaimLost and writes nothing. JournalUnavailable
@@ -115,8 +122,13 @@ class PgJournal:
         return self._append(DISPATCHED, effect_id, data, guards)
 
     def effect(self, effect_id: str) -> EffectRecord | None:
-        """The folded state of one effect, read from the database."""
-        record = self._read(lambda conn: _fold(conn.cursor(), effect_id), f"effect {effect_id}", effect_id)
+        """The folded state of one effect, read from the database (the first read after a claim on it is the one
+        the claim's round trip made)."""
+        found = self._found.pop(effect_id, None)
+        if found is not None:
+            record = _record(effect_id, found)
+        else:
+            record = self._read(lambda conn: _fold(conn.cursor(), effect_id), f"effect {effect_id}", effect_id)
         if record is not None and record.open_dispatch:
             self._sending.add(effect_id)
         return record
@@ -174,14 +186,18 @@ class PgJournal:
             row = guarding.cursor().execute(query + sql.SQL(" FOR SHARE"), (key,)).fetchone()
         return None if row is None else row[0]
 
-    def fence(self, effect_id: str, epoch: int, holder: str) -> None:
-        """From now on this process's writes for the effect hold only while this acquisition holds the claim."""
+    def fence(self, effect_id: str, epoch: int, holder: str, found: list[tuple[int, str]]) -> None:
+        """From now on this process's writes for the effect hold only while this acquisition holds the claim;
+        `found` is the effect's entries (seq, line) as the claim's own round trip read them, right after taking
+        it: the next `effect()` answers from them, unless an append comes first."""
         self._epochs[effect_id] = (epoch, holder)
+        self._found[effect_id] = found
 
     def unfence(self, effect_id: str, epoch: int) -> None:
         """The claim of `epoch` was given back."""
         if self._epochs.get(effect_id, (None,))[0] == epoch:
             del self._epochs[effect_id]
+            self._found.pop(effect_id, None)
 
     def _session(self) -> psycopg.Connection[Any]:
         if self._conn.closed or self._conn.broken:
@@ -202,21 +218,21 @@ class PgJournal:
             raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        token = _token(data)
-        body, line = _template(kind, effect_id, data, token, late=False)
-        late_body, late_line = (_template(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS
-                                else (None, None))
+        token, body, late_body = _templates(kind, effect_id, plain(data))
         epoch, holder = self._epochs.get(effect_id, (None, None))
-        params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, line, late_body, late_line)
+        params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, late_body)
+        durable = kind in SENDS
 
         def attempt() -> Any:
             conn = self._session()
+            if not durable:  # one prepared statement, committed without waiting for the disk (see the class)
+                return conn.execute(_APPEND, params).fetchone()
             cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
                 if guards and _check(conn, guards):  # the guards' row locks are held to this append's commit
-                    cur.execute(_APPEND, params)
+                    cur.execute(_APPEND_DURABLE, params)
                 else:
-                    cur.execute("BEGIN; " + _APPEND, params)
+                    cur.execute("BEGIN; " + _APPEND_DURABLE, params)
                     cur.nextset()
             except BaseException:
                 if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
@@ -224,8 +240,9 @@ class PgJournal:
                 raise
             return cur.fetchone()
 
+        self._found.pop(effect_id, None)
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
-        entry: dict[str, Any] = json.loads(row[0])
+        entry: dict[str, Any] = loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
         elif entry["kind"] in RESOLUTIONS:
@@ -237,31 +254,33 @@ class PgJournal:
         return None if kind in RESOLUTIONS or effect_id in self._sending else False
 
 
-# The append commits without waiting for the disk, which frees the journal-wide lock at once; the last statement is
-# a transaction that writes one WAL record and commits synchronously: its flush covers the append committed just
-# before it, so concurrent appends share flushes while none holds the lock across one, or across a round trip.
-_APPEND = ("SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s); COMMIT;"
-           " SELECT pg_logical_emit_message(true, 'interlock', 'flush')")
-_PLACED = ("seq", "ts", "prev", "effect_prev", "hash")
+# An append commits without waiting for the disk, which frees the journal-wide lock at once. A send's append is
+# followed, in the same round trip, by a transaction that writes one WAL record and commits synchronously: its
+# flush covers the append committed just before it, so concurrent sends share flushes while none holds the lock
+# across one, or across a round trip.
+_APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s)"
+_APPEND_DURABLE = _APPEND + "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
+_PLACED = ("seq", "ts", "prev", "effect_prev")  # and the hash, which the database appends to the line
 
 
-def _token(data: dict[str, Any]) -> str:
-    """A placeholder prefix that appears nowhere in the entry's own data."""
+def _templates(kind: str, effect_id: str, data: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(token, body, late body): the entry's canonical body (what its hash covers, and its stored line but for
+    the hash) with a placeholder, `"<token><field>"`, for each field only the database decides; for a resolution
+    also its LATE_RESULT form. Laid out as `seal` lays out every backend's entries; `data` is already `plain`."""
     while True:
         token = f"@interlock-{uuid.uuid4().hex}-"
-        if token not in json.dumps(data, default=str):
-            return token
+        body = _body(kind, effect_id, data, token)
+        late = _body(LATE_RESULT, effect_id, {"late_kind": kind, **data}, token) if kind in RESOLUTIONS else None
+        if all(text.count(token) == len(_PLACED) for text in (body, late) if text is not None):
+            return token, body, late  # the token appears nowhere in the entry's own data
 
 
-def _template(kind: str, effect_id: str, data: dict[str, Any], token: str, *, late: bool) -> tuple[str, str]:
-    """The entry's canonical body (what its hash covers) and its stored line, with a placeholder for each field
-    only the database decides; laid out by the one `seal` every backend uses."""
-    entry = seal(kind, effect_id, data, seq=0, prev=None, record=None, late=late)
-    for name in _PLACED:
-        entry[name] = f"{token}{name}"
-    body = dict(json.loads(json.dumps(entry)))
-    del body["hash"]
-    return canonical_bytes(body).decode(), encode(entry).decode()
+def _body(kind: str, effect_id: str, data: dict[str, Any], token: str) -> str:
+    entry: dict[str, Any] = {"seq": None, "ts": None, "kind": kind, "effect_id": effect_id}
+    entry.update(data)
+    entry.update({name: f"{token}{name}" for name in _PLACED})
+    entry.pop("hash", None)
+    return canonical_bytes(entry).decode()
 
 
 class _Guarding:
@@ -316,7 +335,7 @@ def _record(effect_id: str, rows: list[tuple[int, str]]) -> EffectRecord | None:
         return None
     record = EffectRecord(effect_id)
     for seq, line in rows:
-        record.add(json.loads(line), seq)
+        record.add(loads(line), seq)
     return record
 
 

@@ -63,9 +63,12 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Take the claim if it is free, released, expired, or its holder is gone (its session's lock is free) with no
--- request in flight. Returns the new epoch and how it was taken, or a NULL epoch while a live holder keeps it.
-CREATE OR REPLACE FUNCTION interlock_claim(p_effect text, p_holder text, p_owner text, p_ttl float8,
-                                           OUT r_epoch bigint, OUT r_taken text)
+-- request in flight. Returns the new epoch, how it was taken and the effect's entries as the new holder finds
+-- them (seq and line, read after the claim is taken), or a NULL epoch while a live holder keeps it.
+DROP FUNCTION IF EXISTS interlock_claim(text, text, text, float8);
+CREATE OR REPLACE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,
+                                             OUT r_epoch bigint, OUT r_taken text, OUT r_seqs bigint[],
+                                             OUT r_lines text[])
 LANGUAGE plpgsql AS $$
 DECLARE
     c interlock_claims%ROWTYPE;
@@ -79,6 +82,8 @@ BEGIN
         UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
         r_epoch := c.epoch;
         r_taken := c.taken;
+        SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq) INTO r_seqs, r_lines
+          FROM interlock_journal WHERE effect_id = p_effect;
         RETURN;
     ELSIF c.expires IS NULL THEN
         r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
@@ -99,9 +104,10 @@ BEGIN
         r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
         RETURN;
     END IF;
-    IF r_taken IN ('new', 'released') THEN
-        -- No wait for the disk: a claim a crash forgets is refused at its holder's first fenced, durable write.
-        -- A takeover from a live lease does wait: its flush makes durable every entry its decisions rest on.
+    IF r_taken = 'new' THEN
+        -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and there is
+        -- no earlier holder's entry to decide on. Every other takeover waits: its flush makes durable every entry
+        -- its decisions rest on, a resolution whose own commit did not wait for the disk included.
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
@@ -109,6 +115,8 @@ BEGIN
            since = clock_timestamp()
      WHERE effect_id = p_effect;
     r_epoch := c.epoch + 1;
+    SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq) INTO r_seqs, r_lines
+      FROM interlock_journal WHERE effect_id = p_effect;
 END $$;
 
 CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_holder text) RETURNS void
@@ -120,13 +128,15 @@ BEGIN
     PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
 END $$;
 
--- Append one entry. The client sends the entry's canonical body and its line with placeholders for what only the
--- database decides (seq, ts, prev, effect_prev, hash) and, for a resolution, the LATE_RESULT form as well. The
--- journal-wide lock is taken last and held only to the commit, which does not wait for the disk: the caller
--- follows it with a synchronous transaction in the same round trip (see PgJournal).
+-- Append one entry. The client sends the entry's canonical body with placeholders for what only the database
+-- decides (seq, ts, prev, effect_prev) and, for a resolution, the LATE_RESULT form as well; the stored line is
+-- the body with the hash as its last field. The journal-wide lock is taken last and held only to the commit,
+-- which does not wait for the disk: a send's caller follows it with a synchronous transaction in the same round
+-- trip (see PgJournal).
+DROP FUNCTION IF EXISTS interlock_append(text, text, bigint, bigint, text, text, text, text, text, text);
 CREATE OR REPLACE FUNCTION interlock_append(p_effect text, p_kind text, p_epoch bigint, p_fence bigint,
-                                            p_holder text, p_token text, p_body text, p_line text,
-                                            p_late_body text, p_late_line text) RETURNS text
+                                            p_holder text, p_token text, p_body text, p_late_body text)
+                                            RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     v_current interlock_claims%ROWTYPE;
@@ -139,7 +149,7 @@ DECLARE
     v_line    text;
     v_hash    text;
 BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller's next transaction waits for the flush
+    PERFORM set_config('synchronous_commit', 'off', true);  -- a send's caller waits for the flush (see PgJournal)
     IF p_fence IS NOT NULL THEN
         SELECT * INTO v_current FROM interlock_claims WHERE effect_id = p_effect FOR SHARE;
         IF v_current.epoch IS DISTINCT FROM p_fence OR v_current.holder IS DISTINCT FROM p_holder THEN
@@ -163,13 +173,7 @@ BEGIN
                            WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
                              AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false');
     END IF;
-    IF v_late THEN
-        v_body := p_late_body;
-        v_line := p_late_line;
-    ELSE
-        v_body := p_body;
-        v_line := p_line;
-    END IF;
+    v_body := CASE WHEN v_late THEN p_late_body ELSE p_body END;
     v_ts := trim_scale(extract(epoch FROM clock_timestamp()))::text;
     IF position('.' IN v_ts) = 0 THEN
         v_ts := v_ts || '.0';
@@ -180,12 +184,7 @@ BEGIN
         '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
         '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null'));
     v_hash := encode(sha256(convert_to(v_body, 'UTF8')), 'hex');
-    v_line := replace(replace(replace(replace(replace(v_line,
-        '"' || p_token || 'seq"', v_seq::text),
-        '"' || p_token || 'ts"', v_ts),
-        '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
-        '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null')),
-        '"' || p_token || 'hash"', to_json(v_hash)::text);
+    v_line := left(v_body, -1) || ',"hash":"' || v_hash || '"}}' || chr(10);
     INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, token, line)
          VALUES (v_seq, p_effect, CASE WHEN v_late THEN 'LATE_RESULT' ELSE p_kind END, v_prev, v_eprev, v_hash,
                  p_epoch, p_token, v_line);
