@@ -25,7 +25,7 @@ _decode = msgspec.json.Decoder().decode
 _sorted_compact = msgspec.json.Encoder(order="sorted").encode
 
 
-def loads(raw: bytes) -> Any:
+def loads(raw: bytes | str) -> Any:
     """Parse one stored JSON line with msgspec (several times faster than the standard parser on a long journal);
     what msgspec refuses (NaN, a lone surrogate) goes to the standard parser, so the result never differs."""
     try:
