@@ -5,6 +5,7 @@ and the recoverers; then what the service holds and what the system's own record
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -133,7 +134,8 @@ class Run:
         while time.monotonic() < deadline and any(w.running() for _, _, w in concurrent):
             time.sleep(POLL_SECONDS)
         if held.how == "sigstop":
-            os.kill(worker.pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # it exited before the stop took (seen_stopped says so)
+                os.kill(worker.pid, signal.SIGCONT)
         else:
             pause_file.unlink()
         self.interrupt = {"reached": True, "how": held.how, "point": held.point, "at": began,
