@@ -12,7 +12,7 @@ import pytest
 from bench._results import write_result
 
 
-def test_a_result_names_its_date_commit_cores_and_python(tmp_path):
+def test_a_result_names_its_date_commit_cores_python_and_the_disks_flush_time(tmp_path):
     path = tmp_path / "gate.json"
     write_result(path, {"verify_entries_per_second": 1})
     stored = json.loads(path.read_text())
@@ -21,6 +21,7 @@ def test_a_result_names_its_date_commit_cores_and_python(tmp_path):
     assert made["machine"]["cores"] == os.cpu_count() and made["machine"]["python"] == platform.python_version()
     assert len(made["commit"]) == 40 and made["date"].endswith("+00:00")
     assert made["load_average"]["at_start"] is None and made["load_average"]["at_end"] >= 0
+    assert made["machine"]["fsync_ms"] > 0
 
 
 def test_a_result_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path):
