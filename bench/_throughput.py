@@ -3,8 +3,8 @@
 Each worker is a fresh spawned process that sets its system up (imports, connections, a DBOS launch) and makes
 WARMUP effects of its own untimed (so a database session's first statements, which plan and compile, and a
 process's first pass through its code fall on no system's figures), waits at a barrier with the others, then
-makes its share of effects one after another, timing each. The rate is every effect
-over the span from the first worker's start to the last worker's end; a worker that fails stops the run at once.
+makes its share of effects one after another, timing each. The rate is every effect over the span from the first
+worker's start to the last worker's end; a worker that fails stops the run at once.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED
 confirm of the claim right before the send and a release. Both backends keep one durability contract: the send's
 entry is on disk before its request (fsync; a synchronous commit), every other entry with the next flush, and the
 PostgreSQL confirm commits synchronously too. Beside each rate stands the CPU time the workers spent per effect
-(the database server's is not in it). Worker counts are interleaved between the backends, round after round, and each rate is
-the median of REPEATS rounds, since the machine is shared; the load average at the start and the end says how
-busy it was.
+(the database server's is not in it). Worker counts are interleaved between the backends, round after round, and
+each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
+says how busy it was.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as

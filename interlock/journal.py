@@ -52,17 +52,27 @@ def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev:
              record: EffectRecord | None, late: bool = False) -> tuple[dict[str, Any], bytes]:
     """`seal` for data that is already `plain`, with its journal line: the hash is computed once, over the bytes
     the line holds."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown journal kind {kind!r}")
-    if kind in RESOLUTIONS and (late or (record is not None and record.resolution is not None)):
-        data = {"late_kind": kind, **data}
-        kind = LATE_RESULT
-    entry: dict[str, Any] = {"seq": seq, "ts": time.time(), "kind": kind, "effect_id": effect_id}
-    entry.update(data)
-    entry["prev"] = prev
-    entry["effect_prev"] = record.last_hash if record else None
+    entry = unsealed(kind, effect_id, data, seq=seq, ts=time.time(), prev=prev,
+                     effect_prev=record.last_hash if record else None,
+                     late=late or (record is not None and record.resolution is not None))
     entry["hash"], line = sealed_line(entry)
     return entry, line
+
+
+def unsealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: Any, ts: Any, prev: Any, effect_prev: Any,
+             late: bool) -> dict[str, Any]:
+    """Every field of an entry but its hash, laid out as every backend lays them out; a resolution that comes
+    `late` is kept as LATE_RESULT, naming the kind it would have been."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown journal kind {kind!r}")
+    if late and kind in RESOLUTIONS:
+        data = {"late_kind": kind, **data}
+        kind = LATE_RESULT
+    entry: dict[str, Any] = {"seq": seq, "ts": ts, "kind": kind, "effect_id": effect_id}
+    entry.update(data)
+    entry["prev"] = prev
+    entry["effect_prev"] = effect_prev
+    return entry
 
 
 def encode(entry: dict[str, Any]) -> bytes:

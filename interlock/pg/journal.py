@@ -17,9 +17,9 @@ from psycopg.pq import TransactionStatus
 from ..addresses import safe_address
 from ..canonical import canonical_bytes, loads
 from ..errors import ClaimLost, GuardFailed, JournalUnavailable
-from ..journal import plain
+from ..journal import plain, unsealed
 from ..records import EffectRecord
-from ..kinds import DISPATCHED, LATE_RESULT, RESOLUTIONS, SENDS
+from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
 
 Guard = str | Callable[[], list[str]]
@@ -269,15 +269,14 @@ def _templates(kind: str, effect_id: str, data: dict[str, Any]) -> tuple[str, st
     also its LATE_RESULT form. Laid out as `seal` lays out every backend's entries; `data` is already `plain`."""
     while True:
         token = f"@interlock-{uuid.uuid4().hex}-"
-        body = _body(kind, effect_id, data, token)
-        late = _body(LATE_RESULT, effect_id, {"late_kind": kind, **data}, token) if kind in RESOLUTIONS else None
+        body = _body(kind, effect_id, data, token, late=False)
+        late = _body(kind, effect_id, data, token, late=True) if kind in RESOLUTIONS else None
         if all(text.count(token) == len(_PLACED) for text in (body, late) if text is not None):
             return token, body, late  # the token appears nowhere in the entry's own data
 
 
-def _body(kind: str, effect_id: str, data: dict[str, Any], token: str) -> str:
-    entry: dict[str, Any] = {"seq": None, "ts": None, "kind": kind, "effect_id": effect_id}
-    entry.update(data)
+def _body(kind: str, effect_id: str, data: dict[str, Any], token: str, *, late: bool) -> str:
+    entry = unsealed(kind, effect_id, data, seq=None, ts=None, prev=None, effect_prev=None, late=late)
     entry.update({name: f"{token}{name}" for name in _PLACED})
     entry.pop("hash", None)
     return canonical_bytes(entry).decode()

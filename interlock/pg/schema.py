@@ -76,47 +76,48 @@ BEGIN
     INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp())
         ON CONFLICT DO NOTHING;
     SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
-    IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
-        -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
-        PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
-        UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
-        r_epoch := c.epoch;
-        r_taken := c.taken;
-        SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq) INTO r_seqs, r_lines
-          FROM interlock_journal WHERE effect_id = p_effect;
-        RETURN;
-    ELSIF c.expires IS NULL THEN
-        r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
-    ELSIF c.expires <= clock_timestamp() THEN
-        r_taken := 'expired';
-    ELSIF c.backend = pg_backend_pid() THEN
-        RETURN;  -- held through this very session (advisory locks are re-entrant, so a probe would succeed)
-    ELSIF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch)) THEN
-        RETURN;  -- the holder's session still holds its lock
-    ELSE
-        PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, c.epoch));
-        IF c.in_request AND interlock_open_send(p_effect) THEN
-            RETURN;  -- a lost session is not a dead holder: its request may be in flight, so wait for the lease
+    <<taking>>
+    BEGIN
+        IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
+            -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
+            PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
+            UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
+            r_epoch := c.epoch;
+            r_taken := c.taken;
+            EXIT taking;
+        ELSIF c.expires IS NULL THEN
+            r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
+        ELSIF c.expires <= clock_timestamp() THEN
+            r_taken := 'expired';
+        ELSIF c.backend = pg_backend_pid() THEN
+            RETURN;  -- held through this very session (advisory locks are re-entrant, so a probe would succeed)
+        ELSIF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch)) THEN
+            RETURN;  -- the holder's session still holds its lock
+        ELSE
+            PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, c.epoch));
+            IF c.in_request AND interlock_open_send(p_effect) THEN
+                RETURN;  -- a lost session is not a dead holder: its request may be in flight, so wait for the lease
+            END IF;
+            r_taken := 'holder_gone';
         END IF;
-        r_taken := 'holder_gone';
-    END IF;
-    IF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch + 1)) THEN
-        r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
-        RETURN;
-    END IF;
-    IF r_taken = 'new' THEN
-        -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and there is
-        -- no earlier holder's entry to decide on. Every other takeover waits: its flush makes durable every entry
-        -- its decisions rest on, a resolution whose own commit did not wait for the disk included.
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-    UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
-           expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
-           since = clock_timestamp()
-     WHERE effect_id = p_effect;
-    r_epoch := c.epoch + 1;
+        IF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch + 1)) THEN
+            r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
+            RETURN;
+        END IF;
+        IF r_taken = 'new' THEN
+            -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and there is
+            -- no earlier holder's entry to decide on. Every other takeover waits: its flush makes durable every entry
+            -- its decisions rest on, a resolution whose own commit did not wait for the disk included.
+            PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
+        UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
+               expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
+               since = clock_timestamp()
+         WHERE effect_id = p_effect;
+        r_epoch := c.epoch + 1;
+    END taking;
     SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq) INTO r_seqs, r_lines
-      FROM interlock_journal WHERE effect_id = p_effect;
+      FROM interlock_journal WHERE effect_id = p_effect;  -- read now that the claim is this holder's
 END $$;
 
 CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_holder text) RETURNS void
