@@ -1,4 +1,5 @@
-"""Run every benchmark module (or those named on the command line) and write results/bench/<name>.json."""
+"""Run every benchmark module (or those named on the command line) and write results/bench/<name>.json, each
+started on a machine that has settled from the one before it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import bench
+from bench._quiet import wait_for_quiet
 from bench._results import write_result
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
@@ -24,10 +26,14 @@ def main(names: list[str]) -> int:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
         return 2
     for name in names or available:
+        settled = wait_for_quiet()
+        if not settled.quiet:
+            print(f"bench: {name} starts on a busy machine ({settled.busy_share} of its cores busy after "
+                  f"{settled.waited_seconds}s); its result file says so", file=sys.stderr)
         started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
         numbers = importlib.import_module(f"bench.{name}").run()
         numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
-        write_result(OUT / f"{name}.json", numbers, load_at_start=load)
+        write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict())
         print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
     return 0
 

@@ -32,10 +32,11 @@ def fsync_ms(directory: str | None = None) -> float:
     return round(statistics.median(times) * 1000, 3)
 
 
-def provenance(load_at_start: float | None = None) -> dict[str, Any]:
+def provenance(load_at_start: float | None = None, settled: dict[str, Any] | None = None) -> dict[str, Any]:
     """Where and when the numbers were measured: a figure means little without the machine, the code, how busy
-    the shared machine was (the 1-minute load average at the start and the end of the run) and how long its disk
-    takes to flush, which sets how much of a durable append is waiting rather than computing."""
+    the shared machine was (the 1-minute load average at the start and the end of the run, and how long the start
+    waited for the cores to go quiet, `bench._quiet`) and how long its disk takes to flush, which sets how much
+    of a durable append is waiting rather than computing."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
@@ -50,6 +51,7 @@ def provenance(load_at_start: float | None = None) -> dict[str, Any]:
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                     "fsync_ms": fsync_ms()},
         "load_average": {"at_start": load_at_start, "at_end": round(os.getloadavg()[0], 2)},
+        "settled": settled,
     }
 
 
@@ -61,11 +63,12 @@ def against(figure: float, relation: str, target: float) -> dict[str, Any]:
     return {"measured": figure, "target": f"{relation} {target}", "met": RELATIONS[relation](float(figure), target)}
 
 
-def write_result(path: Path, numbers: dict[str, Any], *, load_at_start: float | None = None) -> None:
+def write_result(path: Path, numbers: dict[str, Any], *, load_at_start: float | None = None,
+                 settled: dict[str, Any] | None = None) -> None:
     """Write `numbers` with their provenance to `path` via a synced temporary file and a rename, so an
     interrupted run leaves the previous result whole, never half of a new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({**numbers, "provenance": provenance(load_at_start)}, indent=2, sort_keys=True) + "\n"
+    text = json.dumps({**numbers, "provenance": provenance(load_at_start, settled)}, indent=2, sort_keys=True) + "\n"
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:
