@@ -68,6 +68,16 @@ KIND_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 
 
 @dataclass(frozen=True)
+class Retried:
+    """One run the harness played once more after failing itself: its first failure (untrusted text)."""
+
+    seed: int
+    system: str
+    replay: str
+    first_failure: str
+
+
+@dataclass(frozen=True)
 class Exploration:
     """One explore_<scenario>.json."""
 
@@ -87,6 +97,7 @@ class Exploration:
     # what the hazard did, per aspect: ("system: what happened", runs), e.g. a held worker reached or not
     hazard_effects: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
+    retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -186,7 +197,15 @@ def exploration(path: Path, shown: str) -> Exploration:
         history_check=history.opt("check", "string") if history else None,
         hazard_effects=_effects(top.opt_node("hazard_effects")),
         planned=seeds.get("planned", "integer") if stopped else None,
+        retried=_retried(top.opt_node("harness_retried")),
     )
+
+
+def _retried(node: Node | None) -> tuple[Retried, ...]:
+    if node is None:
+        return ()
+    return tuple(Retried(r.get("seed", "integer"), r.get("system", "string"), r.get("replay", "string"),
+                         r.get("first_failure", "string")) for r in node.items())
 
 
 def _mutants(node: Node, kind: str, what: str) -> MutantKind:

@@ -416,3 +416,42 @@ def test_an_event_id_recovery_retired_with_its_placeholder_holds_no_booking(tmp_
     assert any(e["method"] == "insert" and e["event_id"] == case.ids["agent_event_id"] and e["status"] == 200
                for e in log), "the placeholder's own insert is in the stand-in's write log"
     assert truth.writes == [] and truth.live == 0
+
+
+def _failing_first(monkeypatch, failures):
+    """The explorer's harness raising (as a SIGCONT to a worker already gone did) on seed 1's first `failures`
+    plays with the gate, then playing for real."""
+    import experiments.explore.__main__ as explorer
+
+    real, calls = explorer.run, []
+
+    def run(world, forker, schedule, system, root):
+        if schedule.seed == 1 and system == "interlock" and len(calls) < failures:
+            calls.append(schedule.seed)
+            raise ProcessLookupError(3, "No such process")
+        return real(world, forker, schedule, system, root)
+
+    monkeypatch.setattr(explorer, "run", run)
+    return explorer
+
+
+def test_a_run_the_harness_itself_failed_is_played_once_more_and_the_file_names_it(tmp_path, monkeypatch):
+    explorer = _failing_first(monkeypatch, 1)
+    assert explorer.main(["--out", str(tmp_path), "--scenario", "ledger", "--hazard", "send_raises",
+                          "--systems", "interlock", "--schedules", "3"]) == 0
+    summary = json.loads((tmp_path / "explore_ledger_send_raises.json").read_text())
+    assert summary["systems"]["interlock"]["schedules"] == 3
+    [retried] = summary["harness_retried"]
+    assert retried["seed"] == 1 and retried["system"] == "interlock"
+    assert retried["first_failure"] == "ProcessLookupError: [Errno 3] No such process"
+    rows = list(read_history(tmp_path / "history" / "explore_ledger_send_raises.jsonl.gz"))
+    assert [r.get("harness_retried") is not None for r in rows] == [False, True, False]
+
+
+def test_a_run_the_harness_failed_twice_writes_no_file_and_says_which_seed(tmp_path, monkeypatch, capsys):
+    explorer = _failing_first(monkeypatch, 2)
+    assert explorer.main(["--out", str(tmp_path), "--scenario", "ledger", "--hazard", "send_raises",
+                          "--systems", "interlock", "--schedules", "3"]) == 1
+    said = capsys.readouterr().err
+    assert "explore_ledger_send_raises.json: seed 1 (interlock): the harness failed twice" in said
+    assert not (tmp_path / "explore_ledger_send_raises.json").exists()

@@ -59,3 +59,29 @@ def test_a_deadline_run_without_its_planned_count_names_the_file_and_the_field(t
 def test_every_committed_exploration_reads_back():
     found = reliability(ROOT / "results" / "reliability")
     assert found.explorations and all(run.systems for run in found.explorations)
+
+
+def test_a_run_the_harness_played_twice_is_named_on_the_page_with_its_failure_escaped(tmp_path):
+    from pipeline.render import render_site
+
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["harness_retried"] = [{"seed": 7, "system": "interlock", "replay": "python -m experiments.explore "
+                                "--scenario ledger --hazard sigstop --replay 7",
+                                "first_failure": "ProcessLookupError: <script>alert(1)</script>"}]
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    found = reliability(tmp_path)
+    [run] = found.explorations
+    assert [(r.seed, r.system) for r in run.retried] == [(7, "interlock")]
+    docs = tmp_path / "docs"
+    render_site([], {}, docs, found)
+    page = (docs / "reliability.md").read_text()
+    assert "The harness itself failed 1 run of this file" in page and "seed 7 (interlock)" in page
+    assert "<script>" not in page
+
+
+def test_a_retried_run_without_its_first_failure_names_the_file_and_the_field(tmp_path):
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["harness_retried"] = [{"seed": 7, "system": "interlock", "replay": "r"}]
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*first_failure"):
+        reliability(tmp_path)

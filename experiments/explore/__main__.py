@@ -173,7 +173,8 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
             if args.until is not None and time.time() >= args.until:
                 return  # past the deadline: the run ends with the schedules already complete
             schedule = schedule_for(scenario, seed, plan.hazard, plan.journal)
-            row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
+            row = _run_once_more_on_harness_failure(chosen, forker, schedule, system, Path(tmp) / "runs",
+                                                    plan.name)
             found = check(row)
             with lock:
                 rows[(seed, system)] = row
@@ -225,6 +226,28 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
 
 class NoCompleteSchedule(Exception):
     """A deadline came before any schedule was finished by every system: there is nothing to write."""
+
+
+class HarnessFailed(Exception):
+    """The harness itself (not a worker, not the system) failed the same schedule twice: nothing is written."""
+
+
+def _run_once_more_on_harness_failure(chosen: Any, forker: Forker, schedule: Any, system: str, root: Path,
+                                      name: str) -> dict[str, Any]:
+    """Play one schedule; when the harness itself raises (a race between its signals and a worker that has
+    already gone), play it once more from the start and record the first failure in the row, which the result
+    file then counts; a second failure ends this file's exploration."""
+    try:
+        return run(chosen, forker, schedule, system, root)
+    except Exception as exc:  # the harness's own failure: a system's failures are rows, never exceptions
+        first = f"{type(exc).__name__}: {exc}"
+    try:
+        row = run(chosen, forker, schedule, system, root)
+    except Exception as exc:
+        raise HarnessFailed(f"{name}: seed {schedule.seed} ({system}): the harness failed twice "
+                            f"({first}; then {type(exc).__name__}: {exc})") from exc
+    row["harness_retried"] = first[:300]
+    return row
 
 
 def _backend(journal: str, hazard: str) -> str:
@@ -338,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             for plan in args.plans:
                 try:
                     result = explore(plan, args, forker)
-                except NoCompleteSchedule as exc:
+                except (NoCompleteSchedule, HarnessFailed) as exc:
                     print(f"explore: {exc}; nothing written", file=sys.stderr)
                     failed = True
                     continue

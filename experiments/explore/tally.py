@@ -1,6 +1,7 @@
 """The summary of one exploration, counted from its stored history rows alone: per system, schedules held and
 violated, and per violation kind a count with its first few replayable examples; per hazard, what the hazard
-actually did (a held worker reached, a cut inside the last line, a request caught in flight)."""
+actually did (a held worker reached, a cut inside the last line, a request caught in flight); and every run the
+harness played twice because it failed itself the first time."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class Tally:
                         for s in systems}
         self.dimensions: dict[str, Counter[str]] = {k: Counter() for k in SHAPE}
         self.hazard: dict[str, Counter[str]] = {}
+        self.retried: list[dict[str, Any]] = []  # runs played twice because the harness failed the first time
         self._first_system = next(iter(self.systems), None)
 
     def add(self, row: dict[str, Any]) -> list[Violation]:
@@ -59,6 +61,9 @@ class Tally:
                                       "schedule": row["describe"], "acted": row["acted"],
                                       "detail": "; ".join(v.detail for v in found if v.kind == kind)})
         self._hazard(row)
+        if row.get("harness_retried"):
+            self.retried.append({"seed": row["seed"], "system": row["system"], "replay": row["replay"],
+                                 "first_failure": row["harness_retried"]})
         if row["system"] == self._first_system:  # each schedule's shape once
             self._shape(row)
         return found
@@ -107,4 +112,5 @@ class Tally:
             "dimensions": {k: dict(sorted(v.items())) for k, v in self.dimensions.items()},
             "hazard_effects": {k: dict(sorted(v.items())) for k, v in sorted(self.hazard.items())},
             "systems": self.systems,
+            "harness_retried": self.retried,
         }
