@@ -455,3 +455,28 @@ def test_a_run_the_harness_failed_twice_writes_no_file_and_says_which_seed(tmp_p
     said = capsys.readouterr().err
     assert "explore_ledger_send_raises.json: seed 1 (interlock): the harness failed twice" in said
     assert not (tmp_path / "explore_ledger_send_raises.json").exists()
+
+
+def test_a_run_the_harness_fails_leaves_none_of_its_workers_running(tmp_path, monkeypatch):
+    from experiments.explore import runner
+    from experiments.explore.hazards import claim_ttl
+    from experiments.explore.processes import Forker
+    from experiments.explore.worlds import world
+
+    started = []
+
+    def chain(self, index, kill):  # the harness starts the first worker, then loses its place
+        started.append(self._start("decide", self.directory / "worker0"))
+        raise RuntimeError("the harness lost its place")
+
+    monkeypatch.setattr(runner.Run, "_chain_worker", chain)
+    forker = Forker()
+    try:
+        with world("ledger", tmp_path / "world", "jsonl", claim_ttl("ledger", "crash")) as chosen:
+            with pytest.raises(RuntimeError, match="lost its place"):
+                runner.run(chosen, forker, schedule_for("ledger", 0, "crash", "jsonl"), "interlock", tmp_path / "runs")
+            [worker] = started
+            worker.process.join(10)
+            assert worker.process.exitcode == -9  # killed, not left to finish its job
+    finally:
+        forker.stop()

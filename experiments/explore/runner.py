@@ -44,6 +44,7 @@ class Run:
         self.interrupt: dict[str, Any] | None = None
         self.in_flight: dict[str, Any] | None = None
         self.journal_cut: dict[str, Any] | None = None
+        self.workers: list[Worker] = []  # every worker this run started, killed if the harness fails it
 
     def play(self) -> dict[str, Any]:
         """Play the schedule to its end and return its history row."""
@@ -78,7 +79,9 @@ class Run:
 
     def _start(self, phase: str, output: Path, extra: dict[str, str] | None = None) -> Worker:
         env = {**self.world.env, **self.world.worker_env(self.case), **(extra or {})}
-        return self.forker.start(self.world.module, self.world.argv(self.case, phase), env, output)
+        worker = self.forker.start(self.world.module, self.world.argv(self.case, phase), env, output)
+        self.workers.append(worker)
+        return worker
 
     def _start_recoverers(self, stage: str, count: int) -> list[tuple[str, int, Worker]]:
         return [(stage, i, self._start("restart", self.directory / f"{stage}{i}")) for i in range(count)]
@@ -201,6 +204,10 @@ def run(world: Any, forker: Forker, schedule: Schedule, system: str, root: Path)
     try:
         played = Run(world, forker, schedule, system, directory)
         return played.play()
+    except BaseException:  # the harness failed the run: none of its workers is left to act on a later one
+        for worker in played.workers if played is not None else ():
+            worker.kill()
+        raise
     finally:
         if played is not None:
             world.finish(played.case)
