@@ -27,7 +27,7 @@ def main(names: list[str]) -> int:
         return 2
     for name in names or available:
         settled = wait_for_quiet()
-        if not settled.quiet:
+        if settled.quiet is False:  # None: this system does not say how busy it is
             print(f"bench: {name} starts on a busy machine ({settled.busy_share} of its cores busy after "
                   f"{settled.waited_seconds}s); its result file says so", file=sys.stderr)
         started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
