@@ -1,5 +1,6 @@
 """The gate's own costs, each beside its target where it has one: per-effect overhead against a direct call, the
-witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes, append cost on a 1,000
+witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes (and, for the ceiling this
+machine sets, 16 processes each on a journal of its own), append cost on a 1,000
 vs a 1,000,000-entry journal, opening that journal from a recent checkpoint, resident memory of a process that
 opens and recovers it, whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
 
@@ -111,6 +112,13 @@ def submitter(path: str, worker: int) -> Call:
     return lambda key: expect(gate.submit(Effect(key, {"key": key})).status, "COMMITTED")
 
 
+def own_journal_submitter(folder: str, worker: int) -> Call:
+    """`submitter` on a journal of the worker's own in `folder`: with nothing shared, what 16 such processes do is
+    the most this machine gives 16 processes doing the gate's work, whatever the journal does."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return submitter(str(Path(folder) / f"journal-{worker}.jsonl"), worker)
+
+
 def _shared_run(path: Path, workers: int) -> Run:
     """`workers` processes submitting their own effects through one journal, first start to last end."""
     return run_workers(submitter, (str(path),), workers, SHARED_EFFECTS, f"w{workers}")
@@ -121,7 +129,11 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     every count alike; each figure is the median of its rounds, and the scaling the median of each round's own
     ratio to that round's single worker."""
     folder.mkdir(parents=True)
-    rounds = [{n: _shared_run(folder / f"journal-{r}-{n}.jsonl", n) for n in WORKERS} for r in range(ROUNDS)]
+    most = WORKERS[-1]
+    rounds, own = [], []
+    for r in range(ROUNDS):
+        rounds.append({n: _shared_run(folder / f"journal-{r}-{n}.jsonl", n) for n in WORKERS})
+        own.append(run_workers(own_journal_submitter, (str(folder / f"own-{r}"),), most, SHARED_EFFECTS, f"own{r}"))
     out: dict[str, Any] = {"shared_journal_effects_per_worker_count": SHARED_EFFECTS, "shared_journal_rounds": ROUNDS}
     for n in WORKERS:
         measured = [r[n] for r in rounds]
@@ -136,7 +148,17 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
         out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(cpu * 1e3, 3)
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
             cpu * statistics.median(rates) / min(n, os.cpu_count() or 1), 2)
-    for n in (1, WORKERS[-1]):  # the lock's turns, from a run of their own: watching them costs a little
+    # The ceiling: as many processes, each on its own journal. The scaling a shared journal can reach here is at
+    # most this one's, and the shared journal's cost is its rate against this one, round by round.
+    out[f"jsonl_effects_per_second_{most}_workers_own_journals"] = round(
+        statistics.median(m.effects_per_second for m in own), 1)
+    out[f"jsonl_scaling_{most}_workers_own_journals"] = round(statistics.median(
+        m.effects_per_second / r[1].effects_per_second for m, r in zip(own, rounds)), 2)
+    out[f"jsonl_cpu_ms_per_effect_{most}_workers_own_journals"] = round(
+        statistics.median(m.cpu_seconds_per_effect for m in own) * 1e3, 3)
+    out[f"jsonl_shared_vs_own_journals_{most}_workers"] = round(statistics.median(
+        r[most].effects_per_second / m.effects_per_second for m, r in zip(own, rounds)), 2)
+    for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
 

@@ -44,6 +44,21 @@ def test_a_throughput_run_times_every_effect_and_fails_when_one_does_not_go_thro
         run_workers(submitter, (journal,), 2, 8, "run")  # the same keys again: each is a duplicate, not a commit
 
 
+def test_the_ceiling_run_gives_each_worker_a_journal_of_its_own(tmp_path):
+    from bench._throughput import WARMUP, run_workers
+    from bench.gate import own_journal_submitter
+    from interlock import Journal
+
+    run = run_workers(own_journal_submitter, (str(tmp_path / "own"),), 2, 8, "run")
+    assert len(run.latencies) == 8
+    journals = sorted((tmp_path / "own").glob("journal-*.jsonl"))
+    assert [p.name for p in journals] == ["journal-0.jsonl", "journal-1.jsonl"]
+    for worker, path in enumerate(journals):
+        with Journal(path) as journal:
+            keys = [entry["key"] for entry in journal.entries() if entry["kind"] == "PROPOSED"]
+        assert len(keys) == 4 + WARMUP and all(key.startswith(f"run-{worker}-") for key in keys)
+
+
 def test_a_figure_stands_beside_its_target_and_whether_it_was_met():
     from bench._results import against
 
