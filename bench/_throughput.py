@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import queue
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +27,16 @@ Call = Callable[[str], None]  # makes the effect with this key, raising if it di
 
 @dataclass(frozen=True)
 class Run:
-    """What one run measured: every effect's latency, effects per second across all workers, and the CPU time the
-    workers spent per effect (beside the wall time per effect it says whether a run waited or computed)."""
+    """What one run measured: every effect's latency, effects per second across all workers, the CPU time the
+    workers spent per effect (beside the wall time per effect it says whether a run waited or computed), and how
+    often per effect a worker gave up its core: to wait (voluntary) or because the scheduler took it (involuntary)."""
 
     effects_per_second: float
     latencies: list[float]
     seconds: float
     cpu_seconds_per_effect: float
+    voluntary_switches_per_effect: float
+    involuntary_switches_per_effect: float
 
 
 def durable_service(path: Path) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
@@ -61,13 +65,15 @@ def _worker(setup: Callable[..., Call], args: tuple[Any, ...], worker: int, keys
     for i in range(WARMUP):
         call(f"{keys[0]}-warmup-{i}")
     start.wait()
-    began, cpu = time.time(), time.process_time()
+    began, cpu, usage = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
     latencies = []
     for key in keys:
         t = time.perf_counter()
         call(key)
         latencies.append(time.perf_counter() - t)
-    done.put((began, time.time(), latencies, time.process_time() - cpu))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    done.put((began, time.time(), latencies, time.process_time() - cpu, after.ru_nvcsw - usage.ru_nvcsw,
+              after.ru_nivcsw - usage.ru_nivcsw))
 
 
 def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int, effects: int, run: str) -> Run:
@@ -92,12 +98,14 @@ def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int,
     if len(latencies) != share * workers:
         raise RuntimeError(f"{run}: {len(latencies)} of {share * workers} effects timed")
     seconds = max(r[1] for r in results) - min(r[0] for r in results)
-    return Run(len(latencies) / seconds, latencies, seconds, sum(r[3] for r in results) / len(latencies))
+    effects = len(latencies)
+    return Run(effects / seconds, latencies, seconds, sum(r[3] for r in results) / effects,
+               sum(r[4] for r in results) / effects, sum(r[5] for r in results) / effects)
 
 
-def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float], float]]:
+def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float], float, int, int]]:
     """Each worker's figures; a worker that died (its set-up or an effect failed) stops the run at once."""
-    results: list[tuple[float, float, list[float], float]] = []
+    results: list[tuple[float, float, list[float], float, int, int]] = []
     deadline = time.monotonic() + DEADLINE_SECONDS
     while len(results) < len(procs):
         try:

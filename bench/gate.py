@@ -148,6 +148,7 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
         out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(cpu * 1e3, 3)
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
             cpu * statistics.median(rates) / min(n, os.cpu_count() or 1), 2)
+        out[f"jsonl_context_switches_per_effect_{n}_workers"] = _switches(measured)
     # The ceiling: as many processes, each on its own journal. The scaling a shared journal can reach here is at
     # most this one's, and the shared journal's cost is its rate against this one, round by round.
     out[f"jsonl_effects_per_second_{most}_workers_own_journals"] = round(
@@ -156,11 +157,18 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
         m.effects_per_second / r[1].effects_per_second for m, r in zip(own, rounds)), 2)
     out[f"jsonl_cpu_ms_per_effect_{most}_workers_own_journals"] = round(
         statistics.median(m.cpu_seconds_per_effect for m in own) * 1e3, 3)
+    out[f"jsonl_context_switches_per_effect_{most}_workers_own_journals"] = _switches(own)
     out[f"jsonl_shared_vs_own_journals_{most}_workers"] = round(statistics.median(
         r[most].effects_per_second / m.effects_per_second for m, r in zip(own, rounds)), 2)
     for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
+
+
+def _switches(runs: list[Run]) -> dict[str, float]:
+    """The median over `runs` of the times per effect a worker waited (voluntary) or was preempted (involuntary)."""
+    return {"voluntary": round(statistics.median(r.voluntary_switches_per_effect for r in runs), 2),
+            "involuntary": round(statistics.median(r.involuntary_switches_per_effect for r in runs), 2)}
 
 
 def _templates() -> list[tuple[str, str]]:

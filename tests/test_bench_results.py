@@ -40,6 +40,7 @@ def test_a_throughput_run_times_every_effect_and_fails_when_one_does_not_go_thro
     journal = str(tmp_path / "journal.jsonl")
     first = run_workers(submitter, (journal,), 2, 8, "run")
     assert len(first.latencies) == 8 and first.effects_per_second > 0 and first.cpu_seconds_per_effect > 0
+    assert first.voluntary_switches_per_effect > 0  # each effect waits at least for its flush
     with pytest.raises(RuntimeError, match="a benchmark worker failed"):
         run_workers(submitter, (journal,), 2, 8, "run")  # the same keys again: each is a duplicate, not a commit
 
