@@ -1,8 +1,8 @@
 """The gate's own costs, each beside its target where it has one: per-effect overhead against a direct call, the
-witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes (and, for the ceiling this
-machine sets, 16 processes each on a journal of its own), append cost on a 1,000
-vs a 1,000,000-entry journal, opening that journal from a recent checkpoint, resident memory of a process that
-opens and recovers it, whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
+witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes (and, for the ceiling
+this machine sets, 16 processes each on a journal of its own), append cost on a 1,000 vs a 1,000,000-entry journal,
+opening that journal from a recent checkpoint, resident memory of a process that opens and recovers it,
+whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
 
 from __future__ import annotations
 
@@ -135,29 +135,20 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
         rounds.append({n: _shared_run(folder / f"journal-{r}-{n}.jsonl", n) for n in WORKERS})
         own.append(run_workers(own_journal_submitter, (str(folder / f"own-{r}"),), most, SHARED_EFFECTS, f"own{r}"))
     out: dict[str, Any] = {"shared_journal_effects_per_worker_count": SHARED_EFFECTS, "shared_journal_rounds": ROUNDS}
+    singles = [r[1] for r in rounds]
     for n in WORKERS:
         measured = [r[n] for r in rounds]
-        rates = [m.effects_per_second for m in measured]
-        out[f"jsonl_effects_per_second_{n}_workers"] = round(statistics.median(rates), 1)
-        ratios = [r[n].effects_per_second / r[1].effects_per_second for r in rounds]
-        out[f"jsonl_scaling_{n}_workers"] = round(statistics.median(ratios), 2)
+        out.update(_figures(measured, singles, f"{n}_workers"))
+        ratios = [m.effects_per_second / one.effects_per_second for m, one in zip(measured, singles)]
         out[f"jsonl_scaling_{n}_workers_each_round"] = [round(x, 2) for x in ratios]
         # CPU per effect beside the wall time per effect per core: near 1, the run computed rather than waited,
         # and then more workers than cores can add no more than the cores left idle
-        cpu = statistics.median(m.cpu_seconds_per_effect for m in measured)
-        out[f"jsonl_cpu_ms_per_effect_{n}_workers"] = round(cpu * 1e3, 3)
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
-            cpu * statistics.median(rates) / min(n, os.cpu_count() or 1), 2)
-        out[f"jsonl_context_switches_per_effect_{n}_workers"] = _switches(measured)
+            statistics.median(m.cpu_seconds_per_effect for m in measured)
+            * statistics.median(m.effects_per_second for m in measured) / min(n, os.cpu_count() or 1), 2)
     # The ceiling: as many processes, each on its own journal. The scaling a shared journal can reach here is at
     # most this one's, and the shared journal's cost is its rate against this one, round by round.
-    out[f"jsonl_effects_per_second_{most}_workers_own_journals"] = round(
-        statistics.median(m.effects_per_second for m in own), 1)
-    out[f"jsonl_scaling_{most}_workers_own_journals"] = round(statistics.median(
-        m.effects_per_second / r[1].effects_per_second for m, r in zip(own, rounds)), 2)
-    out[f"jsonl_cpu_ms_per_effect_{most}_workers_own_journals"] = round(
-        statistics.median(m.cpu_seconds_per_effect for m in own) * 1e3, 3)
-    out[f"jsonl_context_switches_per_effect_{most}_workers_own_journals"] = _switches(own)
+    out.update(_figures(own, singles, f"{most}_workers_own_journals"))
     out[f"jsonl_shared_vs_own_journals_{most}_workers"] = round(statistics.median(
         r[most].effects_per_second / m.effects_per_second for m, r in zip(own, rounds)), 2)
     for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
@@ -165,10 +156,18 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     return out
 
 
-def _switches(runs: list[Run]) -> dict[str, float]:
-    """The median over `runs` of the times per effect a worker waited (voluntary) or was preempted (involuntary)."""
-    return {"voluntary": round(statistics.median(r.voluntary_switches_per_effect for r in runs), 2),
-            "involuntary": round(statistics.median(r.involuntary_switches_per_effect for r in runs), 2)}
+def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:
+    """The medians over the rounds of `runs` (one per round): effects/s, the scaling against each round's single
+    worker in `singles`, CPU per effect, and the times per effect a worker waited (voluntary) or was preempted."""
+    return {
+        f"jsonl_effects_per_second_{label}": round(statistics.median(r.effects_per_second for r in runs), 1),
+        f"jsonl_scaling_{label}": round(statistics.median(
+            r.effects_per_second / one.effects_per_second for r, one in zip(runs, singles)), 2),
+        f"jsonl_cpu_ms_per_effect_{label}": round(statistics.median(r.cpu_seconds_per_effect for r in runs) * 1e3, 3),
+        f"jsonl_context_switches_per_effect_{label}": {
+            "voluntary": round(statistics.median(r.voluntary_switches_per_effect for r in runs), 2),
+            "involuntary": round(statistics.median(r.involuntary_switches_per_effect for r in runs), 2)},
+    }
 
 
 def _templates() -> list[tuple[str, str]]:
