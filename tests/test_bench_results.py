@@ -84,3 +84,15 @@ def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_be
     assert results.provenance()["tree_modified"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert results.provenance()["tree_modified"] is True
+
+
+def test_the_phase_run_finds_other_writers_lines_read_only_where_the_journal_is_shared(tmp_path):
+    from bench.append_phases import phases
+
+    shared = phases(tmp_path / "shared", 2, False, 40)
+    own = phases(tmp_path / "own", 2, True, 40)
+    assert shared["other_writers_lines_checked_per_effect"] > 0
+    assert own["other_writers_lines_checked_per_effect"] == 0
+    for figures in (shared, own):
+        assert figures["append_cpu_ms"] > figures["make_durable_cpu_ms"] > 0
+        assert figures["append_rest_cpu_ms"] > 0
