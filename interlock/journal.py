@@ -54,7 +54,7 @@ def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev:
     the line holds."""
     entry = unsealed(kind, effect_id, data, seq=seq, ts=time.time(), prev=prev,
                      effect_prev=record.last_hash if record else None,
-                     late=late or (record is not None and record.resolution is not None))
+                     late=late or (record is not None and record.settled_by is not None))
     entry["hash"], line = sealed_line(entry)
     return entry, line
 
@@ -95,11 +95,10 @@ class Behind(NamedTuple):
     head: str | None
 
 
-class _Named(msgspec.Struct):
-    effect_id: Any = None
-
-
-_read_effect_ids = msgspec.json.Decoder(list[_Named]).decode
+def _named(effect_id: str) -> bytes:
+    """How a line the journal laid out names `effect_id`: found in other writers' bytes without parsing them. A
+    line laid out otherwise that names it is caught when the lines are checked, and the append then raises."""
+    return b'"effect_id":' + canonical_bytes(effect_id)
 
 
 class Journal:
@@ -275,25 +274,22 @@ class Journal:
     def _behind(self, effect_id: str) -> Behind | None:
         """Under the lock: the lines other processes appended since this process last read, when this append can
         check them after the lock instead (so writers queue behind each other's write, not each other's reading):
-        whole JSON objects in the live segment this process has open, none of them `effect_id`'s, with no
-        checkpoint due. They are never rewritten, and `append` checks them all before it returns, so a send still
-        follows only a journal that checked out. None: read them under the lock."""
+        complete lines in the live segment this process has open, none naming `effect_id`, the last one's fields
+        readable, with no checkpoint due. Only that last line is parsed here; the lines are never rewritten, and
+        `append` checks them all before it returns, so a send still follows only a journal that checked out. None:
+        read them under the lock."""
         start, end = self._offset, self._files.size()
         if end < start or end - start > BEHIND_BYTES or self._files.rolled_away():
             return None
         if end == start:  # nothing new: the turn is only this append's own write
             return None if self._tail_entries + 1 >= self._checkpoint_every else Behind(end, self._seq, self._last)
         gap = self._files.pread(end - start, start)
-        if len(gap) != end - start or gap[-1:] != b"\n":
-            return None
-        lines = gap[:-1].split(b"\n")
+        if (len(gap) != end - start or gap[-1:] != b"\n" or _named(effect_id) in gap
+                or self._tail_entries + gap.count(b"\n") + 1 >= self._checkpoint_every):
+            return None  # a line of this effect (a stale sender's late result) must be folded before it chains
         try:
-            named = _read_effect_ids(b"[" + b",".join(lines) + b"]")
-            last = read_fields(lines[-1])
+            last = read_fields(gap[gap.rfind(b"\n", 0, -1) + 1:-1])
         except (msgspec.DecodeError, UnicodeDecodeError):
-            return None
-        if self._tail_entries + len(lines) + 1 >= self._checkpoint_every or any(
-                n.effect_id == effect_id for n in named):
             return None
         return Behind(end, last.seq, last.hash)
 
@@ -588,7 +584,7 @@ class Journal:
                 record = tail.get(fields.effect_id)
                 if (record.last_hash if record is not None else None) != fields.effect_prev:
                     record = self._linked(fields.effect_id, fields.effect_prev)  # in the index, or a broken link
-                resolution = loads(raw) if settling(fields.kind, fields.resolves) else None
+                resolution = raw if settling(fields.kind, fields.resolves) else None
             else:
                 fields, resolution, record = self._parse(raw)
             start = self._offset
@@ -602,7 +598,7 @@ class Journal:
             taken += 1
         return taken
 
-    def _parse(self, raw: bytes) -> tuple[Fields, dict[str, Any] | None, EffectRecord | None]:
+    def _parse(self, raw: bytes) -> tuple[Fields, dict[str, Any] | bytes | None, EffectRecord | None]:
         """(fields, the whole entry if it settles its effect, the effect's record so far) of the next line, read
         whole and checked: the reading that decides, and names what is wrong."""
         try:

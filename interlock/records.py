@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from .canonical import loads
 from .kinds import PROPOSED, send_open_after, settles
 
 
@@ -45,15 +46,25 @@ class EffectRecord:
     last_hash: str | None = None
     payload_hash: str | None = None
     open_dispatch: bool = False
-    resolution: dict[str, Any] | None = None
+    settled_by: dict[str, Any] | bytes | None = None  # the resolution, or its stored line until first read
+
+    @property
+    def resolution(self) -> dict[str, Any] | None:
+        """The entry that settled the effect, or None. A follower of a busy journal settles many effects it never
+        asks about, so a resolution read from a line is parsed only when asked for."""
+        if type(self.settled_by) is bytes:
+            self.settled_by = loads(self.settled_by)
+        return self.settled_by
 
     def add(self, entry: dict[str, Any], position: int) -> None:
         """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
         kind = entry["kind"]
         self.fold(kind, entry["hash"], position, entry.get("payload_hash"), entry if settles(entry) else None)
 
-    def fold(self, kind: str, hash: str, position: int, payload_hash: Any, resolution: dict[str, Any] | None) -> None:
-        """`add` for an entry read as its fields: `resolution` is the whole entry when it settles the effect."""
+    def fold(self, kind: str, hash: str, position: int, payload_hash: Any,
+             resolution: dict[str, Any] | bytes | None) -> None:
+        """`add` for an entry read as its fields: `resolution` is the whole entry, or its stored line, when it
+        settles the effect."""
         self.offsets.append(position)
         self.kinds.append(kind)
         self.last_hash = hash
@@ -61,4 +72,4 @@ class EffectRecord:
         if kind == PROPOSED:
             self.payload_hash = payload_hash
         elif resolution is not None:
-            self.resolution = resolution
+            self.settled_by = resolution

@@ -240,6 +240,31 @@ def test_an_append_chains_to_an_entry_of_its_effect_that_another_writer_added_wh
         assert verify_journal(journal.entries())["valid"]
 
 
+def test_an_append_chains_correctly_when_another_effects_payload_names_its_effect(tmp_path, monkeypatch):
+    from interlock.journal import laid_out
+
+    path = tmp_path / "journal.jsonl"
+    theirs: dict = {}
+
+    def proposed_naming_e1(first: dict) -> bytes:
+        entry, line = laid_out("PROPOSED", "e2", {"effect": {"effect_id": "e1"}}, seq=first["seq"] + 1,
+                               prev=first["hash"], record=None)
+        theirs.update(entry)
+        return line
+
+    entry, raised = _append_while_another_writer_adds(monkeypatch, path, proposed_naming_e1)
+    assert raised is None
+    assert entry["prev"] == theirs["hash"] and entry["effect_prev"] == first_hash(path)
+    with Journal(path) as journal:
+        assert verify_journal(journal.entries())["valid"]
+        assert [e["effect_id"] for e in journal.entries()] == ["e1", "e2", "e1"]
+
+
+def first_hash(path: Path) -> str:
+    """The hash of a journal's first line."""
+    return json.loads(path.read_bytes().split(b"\n")[0])["hash"]
+
+
 def test_a_damaged_line_that_lands_while_an_append_waits_stops_the_append_before_it_returns(tmp_path, monkeypatch):
     from interlock import JournalCorrupt
     from interlock.journal import laid_out
