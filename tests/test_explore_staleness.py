@@ -37,8 +37,27 @@ def test_a_result_whose_library_changed_since_its_commit_is_listed_with_the_file
     _result(out, "explore_ledger_journal_cut.json", "0" * 40)
     lines = report(out, repo)
     assert f"explore_ledger_send_raises.json  {first[:8]}  1 file(s) changed since: interlock/recovery.py" in lines
-    assert any(line.startswith("explore_ledger_sigstop.json") and line.endswith("  current") for line in lines)
+    assert any(line.startswith("explore_ledger_sigstop.json") and line.endswith("  up to date") for line in lines)
     assert any(line.startswith("explore_ledger_journal_cut.json") and "cannot tell" in line for line in lines)
+
+
+def test_a_change_to_the_postgresql_journal_stales_only_the_postgresql_results(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    (repo / "interlock" / "pg").mkdir(parents=True)
+    (repo / "interlock" / "pg" / "journal.py").write_text("A = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "first")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "interlock" / "pg" / "journal.py").write_text("A = 2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "second")
+    _result(out, "explore_ledger_sigstop.json", first)
+    _result(out, "explore_ledger_pg_paused_past_ttl.json", first)
+    lines = report(out, repo)
+    assert f"explore_ledger_sigstop.json  {first[:8]}  up to date" in lines
+    assert f"explore_ledger_pg_paused_past_ttl.json  {first[:8]}  1 file(s) changed since: interlock/pg/journal.py" in lines
 
 
 def test_every_declared_cell_without_a_file_is_named_not_run(tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 from experiments.explore.hazards import ALL, HAZARDS, result_name
 
 CODE = ("interlock", "experiments")  # what decides a run's outcome; results/, bench/, site/ and pipeline/ do not
+SHARED_JOURNAL_ONLY = "interlock/pg/"  # code only the runs on the PostgreSQL journal reach
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,10 @@ class Standing:
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
-    """Every `explore_*.json` in `out`, with the code changed between its commit and the work tree's HEAD."""
+    """Every `explore_*.json` in `out`, with the code changed between its commit and the work tree's HEAD that its
+    runs reach (a file-journal run never reaches the PostgreSQL journal's code)."""
     found, changed = [], {}  # many files share a commit: one diff each
+    on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL}
     for path in sorted(out.glob("explore_*.json")):
         try:
             commit = json.loads(path.read_text())["provenance"]["commit"]
@@ -37,7 +40,10 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             commit = None
         if isinstance(commit, str) and commit not in changed:
             changed[commit] = _changed_since(commit, repo)
-        found.append(Standing(path.name, commit, changed.get(commit)))
+        moved = changed.get(commit)
+        if moved is not None and path.name not in on_postgresql:
+            moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
+        found.append(Standing(path.name, commit, moved))
     return found
 
 
@@ -56,7 +62,7 @@ def report(out: Path, repo: Path) -> list[str]:
         if standing.changed is None:
             state = "cannot tell (the commit is not in this clone)"
         elif not standing.changed:
-            state = "current"
+            state = "up to date"
         else:
             state = f"{len(standing.changed)} file(s) changed since: {', '.join(standing.changed[:4])}" + (
                 ", ..." if len(standing.changed) > 4 else "")
