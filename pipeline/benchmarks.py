@@ -32,6 +32,11 @@ DESCRIPTIONS: dict[str, Description] = {
         "What gating a call adds over calling the service directly, what a journal append costs as the journal "
         "grows, how long opening and verifying a million-entry journal takes, and how soon a SIGKILLed holder's "
         "claim is free."),
+    "append_phases": Description(
+        "Where a shared JSONL append spends its CPU",
+        "The CPU per effect of each phase of a JSONL append, for one worker, for 16 workers on one journal and for "
+        "16 each on a journal of their own, and how many of other writers' lines a worker checks per effect: "
+        "the difference between the last two is what sharing one journal costs, phase by phase."),
     "pg": Description(
         "PostgreSQL journal and claims beside the JSONL journal",
         "Effects per second as concurrent workers grow, on each journal backend under one durability contract (a "
