@@ -1,8 +1,10 @@
 """Claims: exactly one process dispatches or recovers an effect at a time, and a stopped one loses its turn.
 
-On one host a claim is an flock on a per-effect lock file, held for the life of the send, plus an owner
-record beside it (`<effect>.owner`: epoch, pid, host, when last renewed). The kernel drops the flock the instant
-its owner dies, so recovery after a SIGKILL takes the claim in milliseconds. A process that is alive but stopped
+On one host a claim is one file per effect, `<effect>.lock`: an flock on it, held for the life of the send, and
+the owner record it holds (epoch, pid, host, when last renewed), read and rewritten under a short byte-range lock
+of its own (an open-file-description lock, which Linux keeps apart from the flock), so a claim creates one file,
+not two. The kernel drops the flock the instant its owner dies, so recovery after a SIGKILL takes the claim in
+milliseconds. A process that is alive but stopped
 (SIGSTOP, a debugger, a hung machine) keeps its flock, so liveness is bounded too: a background thread renews the
 owner record of every held claim, and a waiter takes over a claim whose record was not renewed for `ttl` seconds,
 flock or not. Each acquisition bumps the fencing epoch; `confirm()`, called right before every request, answers
@@ -20,6 +22,7 @@ import fcntl
 import json
 import os
 import socket
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -32,6 +35,9 @@ from .canonical import loads
 POLL_SECONDS = 0.002
 DEFAULT_TTL = 30.0
 RECORD_BYTES = 512  # an owner record's size on disk, padded
+# struct flock for the record's lock: type, whence, start, length (byte 0 alone), pid (0, as OFD locks require)
+_RECORD_LOCK = struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
+_RECORD_UNLOCK = struct.pack("@hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, 0, 1, 0)
 
 
 @dataclass
@@ -41,9 +47,9 @@ class Claim:
     effect_id: str
     epoch: int
     _claims: FileClaims | None = field(repr=False)
-    _fd: int = field(repr=False)
+    _fd: int = field(repr=False)  # the claim's file, open for the claim's life: its record, and its flock if held
+    _locked: bool = field(default=True, repr=False)  # whether this claim holds the flock
     _took_over_a_send: bool = field(default=False, repr=False)
-    _owner_fd: int = field(default=-1, repr=False)  # the owner record, open for the claim's life
     _owner_mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the renewer is a thread
 
     def confirm(self) -> bool:
@@ -62,7 +68,7 @@ class Claim:
         """Whether the holder this claim was taken over from may still send: it was stopped (or hung) between
         its confirm and its next journal entry and still holds its lock, so no in-flight bound, which is about
         dead senders, covers it. Once that process is gone this claim takes the lock and answers False."""
-        if not self._took_over_a_send or self._fd >= 0 or self._claims is None:
+        if not self._took_over_a_send or self._locked or self._claims is None:
             return False
         return not self._claims._take_lock(self)
 
@@ -100,7 +106,7 @@ class FileClaims:
         The claim is free when its flock is (the owner released it or died) and no live owner took it over, or
         when its owner stopped renewing it for `ttl` seconds.
         """
-        fd = os.open(self._path(effect_id, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open(effect_id)
         deadline = time.monotonic() + wait
         try:
             while True:
@@ -117,8 +123,12 @@ class FileClaims:
 
     def owner(self, effect_id: str) -> dict[str, Any] | None:
         """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed."""
-        with self._owner_file(effect_id) as owner_fd:
-            return _read(owner_fd) or None
+        fd = self._open(effect_id)
+        try:
+            with _record_locked(fd):
+                return _read(fd) or None
+        finally:
+            os.close(fd)
 
     def _try(self, effect_id: str, fd: int) -> Claim | None:
         try:
@@ -126,16 +136,13 @@ class FileClaims:
             locked = True
         except BlockingIOError:
             locked = False
-        owner_fd = os.open(self._path(effect_id, "owner"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(owner_fd, fcntl.LOCK_EX)
-            record = _read(owner_fd)
+        with _record_locked(fd):
+            record = _read(fd)
             stale = time.time() - record.get("renewed", 0.0) > self.ttl
             free = not record or record.get("released") or stale or (locked and record.get("flock", False))
             if not free:  # a live owner that took the claim over without the flock still holds it
                 if locked:
                     fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(owner_fd)
                 return None
             now = time.time()
             epoch = int(record.get("epoch", 0)) + 1
@@ -143,13 +150,9 @@ class FileClaims:
             # took the claim from it so (a mark carried from owner to owner while that flock stays held).
             took_over_a_send = not locked and bool(
                 (record.get("sending") and not record.get("released")) or record.get("stopped_sender"))
-            _write(owner_fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
-                              "renewed": now, "flock": locked, "stopped_sender": took_over_a_send})
-            fcntl.flock(owner_fd, fcntl.LOCK_UN)
-        except BaseException:
-            os.close(owner_fd)
-            raise
-        claim = Claim(effect_id, epoch, self, fd if locked else _closed(fd), took_over_a_send, owner_fd)
+            _write(fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
+                        "renewed": now, "flock": locked, "stopped_sender": took_over_a_send})
+        claim = Claim(effect_id, epoch, self, fd, locked, took_over_a_send)
         with self._lock:
             self._held[effect_id] = claim
             self._start_renewer()
@@ -157,22 +160,23 @@ class FileClaims:
 
     def _take_lock(self, claim: Claim) -> bool:
         """Take the flock of a claim acquired without it, if whoever held it is gone."""
-        fd = os.open(self._path(claim.effect_id, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        claim._fd = fd
-        return True
+        with claim._owner_mutex:
+            if claim._fd < 0:
+                return False
+            try:
+                fcntl.flock(claim._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            claim._locked = True
+            return True
 
     def _holds(self, claim: Claim) -> bool:
-        with self._owned(claim) as owner_fd:
-            record = _read(owner_fd)
+        with self._owned(claim) as fd:
+            record = _read(fd)
             if not self._owns(record, claim):
                 return False
             if record.get("sending"):
-                _write(owner_fd, {**record, "sending": False})
+                _write(fd, {**record, "sending": False})
             return True
 
     def _owns(self, record: dict[str, Any], claim: Claim) -> bool:
@@ -183,28 +187,32 @@ class FileClaims:
     def _renew(self, claim: Claim, sending: bool | None = None) -> bool:
         """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
         when given); False otherwise."""
-        with self._owned(claim) as owner_fd:
-            record = _read(owner_fd)
+        with self._owned(claim) as fd:
+            record = _read(fd)
             if not self._owns(record, claim):
                 return False
-            _write(owner_fd, {**record, "renewed": time.time(),
-                              "sending": record.get("sending", False) if sending is None else sending})
+            _write(fd, {**record, "renewed": time.time(),
+                        "sending": record.get("sending", False) if sending is None else sending})
             return True
 
     def _release(self, claim: Claim) -> None:
         with self._lock:
             if self._held.get(claim.effect_id) is claim:
                 del self._held[claim.effect_id]
-        if claim._fd >= 0:  # the flock first: a waiter that then sees this record unreleased takes it with the flock
-            fcntl.flock(claim._fd, fcntl.LOCK_UN)
-            os.close(claim._fd)
-            claim._fd = -1
-        with self._owned(claim) as owner_fd:
-            record = _read(owner_fd)
-            if record.get("epoch") == claim.epoch and record.get("pid") == os.getpid():
-                _write(owner_fd, {**record, "released": True})
-            os.close(owner_fd)
-            claim._owner_fd = -1
+        with claim._owner_mutex:
+            fd, claim._fd = claim._fd, -1
+            if fd < 0:
+                return
+            try:
+                if claim._locked:  # the flock first: a waiter that then sees this record unreleased takes it with it
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    claim._locked = False
+                with _record_locked(fd):
+                    record = _read(fd)
+                    if record.get("epoch") == claim.epoch and record.get("pid") == os.getpid():
+                        _write(fd, {**record, "released": True})
+            finally:
+                os.close(fd)
 
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
@@ -223,39 +231,35 @@ class FileClaims:
             for claim in held:
                 self._renew(claim)
 
-    def _path(self, effect_id: str, suffix: str) -> Path:
-        return self.directory / f"{effect_id}.{suffix}"
+    def _open(self, effect_id: str) -> int:
+        return os.open(self.directory / f"{effect_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
 
     @contextmanager
     def _owned(self, claim: Claim) -> Iterator[int]:
-        """A held claim's owner record under its flock, through the descriptor the claim keeps open (opening the
-        file on each journal entry cost more than the rest of the check)."""
+        """A claim's owner record under its record lock, through the descriptor the claim keeps open (opening the
+        file on each journal entry cost more than the rest of the check); once released, read as anyone reads it."""
         with claim._owner_mutex:
-            if claim._owner_fd < 0:  # released meanwhile (the renewer's copy of what is held): read it as anyone
-                with self._owner_file(claim.effect_id) as owner_fd:
-                    yield owner_fd
+            if claim._fd < 0:  # released meanwhile (the renewer's copy of what is held)
+                fd = self._open(claim.effect_id)
+                try:
+                    with _record_locked(fd):
+                        yield fd
+                finally:
+                    os.close(fd)
                 return
-            fcntl.flock(claim._owner_fd, fcntl.LOCK_EX)
-            try:
-                yield claim._owner_fd
-            finally:
-                if claim._owner_fd >= 0:
-                    fcntl.flock(claim._owner_fd, fcntl.LOCK_UN)
-
-    @contextmanager
-    def _owner_file(self, effect_id: str) -> Iterator[int]:
-        """The owner record, held under its own short flock while it is read and written."""
-        owner_fd = os.open(self._path(effect_id, "owner"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(owner_fd, fcntl.LOCK_EX)
-            yield owner_fd
-        finally:
-            os.close(owner_fd)
+            with _record_locked(claim._fd):
+                yield claim._fd
 
 
-def _closed(fd: int) -> int:
-    os.close(fd)
-    return -1
+@contextmanager
+def _record_locked(fd: int) -> Iterator[None]:
+    """The owner record's short lock: an open-file-description lock on its first byte, which excludes every other
+    open of the file (in this process too) and never meets the claim's flock."""
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _RECORD_LOCK)
+    try:
+        yield
+    finally:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _RECORD_UNLOCK)
 
 
 def _read(fd: int) -> dict[str, Any]:

@@ -129,3 +129,34 @@ def test_a_released_claim_no_longer_confirms(tmp_path):
     claim = FileClaims(tmp_path).acquire("e1", 0)
     claim.release()
     assert claim.confirm() is False
+
+
+def test_a_claim_keeps_its_owner_record_in_its_one_file(tmp_path):
+    claims = FileClaims(tmp_path)
+    with claims.acquire("e1", 0) as claim:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["e1.lock"]
+        assert f'"epoch": {claim.epoch}' in (tmp_path / "e1.lock").read_text()
+
+
+def test_the_record_lock_excludes_every_other_open_of_the_file_and_ignores_the_flock(tmp_path):
+    import fcntl
+
+    from interlock.claims import _RECORD_LOCK, _record_locked
+
+    path = tmp_path / "e1.lock"
+    path.touch()
+    flocked, mine, other = (os.open(path, os.O_RDWR) for _ in range(3))
+    try:
+        fcntl.flock(flocked, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a holder's flock does not stop the record lock
+        with _record_locked(mine):
+            try:
+                fcntl.fcntl(other, fcntl.F_OFD_SETLK, _RECORD_LOCK)
+            except OSError:
+                pass
+            else:
+                raise AssertionError("a second open of the file took the record lock while it was held")
+        with _record_locked(other):  # and once given back, anyone takes it
+            pass
+    finally:
+        for fd in (flocked, mine, other):
+            os.close(fd)
