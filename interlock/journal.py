@@ -584,7 +584,7 @@ class Journal:
                 record = tail.get(fields.effect_id)
                 if (record.last_hash if record is not None else None) != fields.effect_prev:
                     record = self._linked(fields.effect_id, fields.effect_prev)  # in the index, or a broken link
-                resolution = raw if settling(fields.kind, fields.resolves) else None
+                resolution: dict[str, Any] | bytes | None = raw if settling(fields.kind, fields.resolves) else None
             else:
                 fields, resolution, record = self._parse(raw)
             start = self._offset

@@ -52,9 +52,10 @@ class EffectRecord:
     def resolution(self) -> dict[str, Any] | None:
         """The entry that settled the effect, or None. A follower of a busy journal settles many effects it never
         asks about, so a resolution read from a line is parsed only when asked for."""
-        if type(self.settled_by) is bytes:
-            self.settled_by = loads(self.settled_by)
-        return self.settled_by
+        settled = self.settled_by
+        if isinstance(settled, bytes):
+            settled = self.settled_by = loads(settled)
+        return settled
 
     def add(self, entry: dict[str, Any], position: int) -> None:
         """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
