@@ -19,28 +19,31 @@ from ..canonical import hash_holds, laid_out_holds, loads
 MISSING: Any = msgspec.UNSET
 
 
-class Entry(msgspec.Struct):
-    """One journal entry as the checks see it; every field may hold any JSON value."""
+class Entry(msgspec.Struct, gc=False):
+    """One journal entry as the checks see it; every field may hold any JSON value. The fields are declared in the
+    order a stored line has them (sorted, the hash last), so each key the decoder meets is the next field it tries;
+    an entry holds no cycle, so the collector need not track it."""
 
-    kind: Any = None
-    seq: Any = None
-    prev: Any = None
-    hash: Any = None
+    checks: Any = MISSING
+    code: Any = None
     effect_id: Any = None
     effect_prev: Any = None
-    ts: Any = None
     epoch: Any = None
-    resolves: Any = None
-    reason: Any = None
-    code: Any = None
-    late_kind: Any = None
-    checks: Any = MISSING
-    rechecked: Any = MISSING
-    result: Any = MISSING
     found: Any = MISSING
+    kind: Any = None
+    late_kind: Any = None
+    prev: Any = None
+    reason: Any = None
+    rechecked: Any = MISSING
+    resolves: Any = None
+    result: Any = MISSING
+    seq: Any = None
+    ts: Any = None
+    hash: Any = None
 
 
-_decode = msgspec.json.Decoder(Entry).decode
+decode_line = msgspec.json.Decoder(Entry).decode
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)  # what makes the standard reading decide instead
 _convert = msgspec.convert
 
 
@@ -48,15 +51,17 @@ def read_line(raw: bytes) -> tuple[Entry | None, bool]:
     """(entry, whether its hash holds) of one stored line without its newline; entry None when the line is not a
     JSON object."""
     try:
-        entry = _decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):  # the standard reading decides what this line is
-        return _read_slowly(raw)
+        entry = decode_line(raw)
+    except DECODE_ERRORS:
+        return read_slowly(raw)
     if laid_out_holds(raw, entry.hash):
         return entry, True
-    return _read_slowly(raw)
+    return read_slowly(raw)
 
 
-def _read_slowly(raw: bytes) -> tuple[Entry | None, bool]:
+def read_slowly(raw: bytes) -> tuple[Entry | None, bool]:
+    """`read_line` for a line not laid out as the journal writes it: parsed whole, its hash checked by the
+    canonical rule."""
     try:
         whole = loads(raw)
     except ValueError:

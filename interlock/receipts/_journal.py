@@ -10,10 +10,10 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..canonical import hash_holds
+from ..canonical import hash_holds, laid_out_holds
 from ..signing import checkpoint_statement, signature_holds
 from ._check import COVERS, EffectCheck, receipt
-from ._entry import Entry, as_entry, read_line
+from ._entry import DECODE_ERRORS, Entry, as_entry, decode_line, read_line, read_slowly
 from ._spill import Spilled
 
 
@@ -52,15 +52,26 @@ class JournalCheck:
         self.close()
 
     def scan(self, entries: Iterable[Any]) -> None:
-        """Check every entry in order: its place in the journal-wide chain, then its effect's running check."""
+        """Check every entry in order: its place in the journal-wide chain, then its effect's running check. Written
+        flat, with the stored line read in place: this loop runs once per entry."""
         problems = self.chain
         previous: str | None = None
         wanted = self.checkpoint.get("seq") if self.checkpoint is not None else None
         at_checkpoint: Any = None
         i = -1
-        found = self._checks.get  # bound once: this loop runs once per entry
+        found = self._checks.get
         for i, item in enumerate(entries):
-            entry, holds = read_line(item) if type(item) is bytes else read(item)
+            if type(item) is bytes:
+                try:
+                    entry = decode_line(item)
+                except DECODE_ERRORS:
+                    entry, holds = read_slowly(item)
+                else:
+                    holds = laid_out_holds(item, entry.hash)
+                    if not holds:
+                        entry, holds = read_slowly(item)
+            else:
+                entry, holds = read(item)
             if entry is None:
                 problems.append(f"entries[{i}]: not an object")
                 previous = None
@@ -76,7 +87,7 @@ class JournalCheck:
                 if type(eid) is not str:
                     continue
                 check = self._named(eid)
-            check.feed(entry, holds)
+            check.feed_own(entry, holds)
         self.entries = i + 1
         if self.checkpoint is not None:
             self.signed, unheld = _checkpoint(i + 1, at_checkpoint, self.checkpoint, self.public_key)
@@ -94,7 +105,8 @@ class JournalCheck:
         problems = list(self.chain)
         valid, held_twice = True, []
         standings = (self._standings() if receipts is None
-                     else ((eid, _standing(eid, outcome)) for eid, outcome in receipts))
+                     else ((eid, _standing(eid, outcome)) for eid, outcome in receipts
+                           if not outcome["valid"] or outcome["held_twice"]))
         for eid, standing in standings:
             if standing is not None:
                 named, effect_valid, held = standing
@@ -124,7 +136,12 @@ class JournalCheck:
     def _named(self, eid: str) -> EffectCheck:
         """The running check of an effect not in memory: found again on disk, else a new one."""
         checks, kept = self._checks, self.kept
-        if kept is not None and len(checks) >= kept:
+        if kept is None:  # all in memory, in the order the journal names them
+            checks[eid] = check = EffectCheck(eid)
+            self.effects += 1
+            self._unnamed.discard(eid)
+            return check
+        if len(checks) >= kept:
             self._spill(len(checks) - kept // 2)
         back = self._spilled.take(eid) if self._spilled is not None else None
         if back is None:
