@@ -13,7 +13,7 @@ import pytest
 
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify,
                        verify_journal, write_checkpoint)
-from interlock.canonical import canonical_bytes, entry_hash, line_hash
+from interlock.canonical import canonical_bytes, entry_hash, line_hash, sealed_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,3 +203,27 @@ def test_cli_checks_a_checkpoint_and_a_public_key(journal_path, tmp_path):
     (tmp_path / "junk.checkpoints").write_text("[1, 2]\n")
     junk = cli(str(journal_path), "--checkpoint", str(tmp_path / "junk.checkpoints"))
     assert junk.returncode == 2 and "Traceback" not in junk.stderr and junk.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("kind", "LANDED", "kind: unknown kind 'LANDED'"),
+    ("kind", None, "kind: unknown kind None"),
+    ("ts", "yesterday", "ts: missing or not a number"),
+    ("ts", True, "ts: missing or not a number"),
+    ("ts", None, "ts: missing or not a number"),
+    ("checks", [], "checks: expected an object"),
+    ("rechecked", None, "rechecked: expected an object"),
+])
+def test_a_stored_line_of_the_wrong_shape_is_judged_as_its_entry_is(journal_path, field, value, problem):
+    entries = read(journal_path)
+    at = next(i for i, e in enumerate(entries) if e["kind"] == "DISPATCHED")
+    body = {k: v for k, v in entries[at].items() if k != "hash"}
+    body[field] = value
+    digest, line = sealed_line(body)
+    entries[at] = {**body, "hash": digest}
+    lines = raw_lines(journal_path)
+    lines[at] = line[:-1]
+    from_lines = verify_journal(lines)
+    assert from_lines == verify_journal(entries)
+    effect = from_lines["effects"][body["effect_id"]]
+    assert not from_lines["valid"] and f"entries[2].{problem}" in effect["problems"]

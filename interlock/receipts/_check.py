@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..kinds import AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED
-from ._entry import MISSING, Entry
+from ._entry import MISSING, Entry, Shaped
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
           "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
@@ -96,16 +96,26 @@ class EffectCheck:
         kind = entry.kind
         if self.first is None:
             self.first = kind != PROPOSED
-        fold = _FOLDS.get(kind, False)  # False: not a kind; None: a kind with nothing to fold
-        ts, checks, rechecked = entry.ts, entry.checks, entry.rechecked
-        if (fold is False or (type(ts) is not float and type(ts) is not int)
-                or (checks is not MISSING and type(checks) is not dict)
-                or (rechecked is not MISSING and type(rechecked) is not dict)):
-            self.shape += (_misshapen(i, entry, fold is not False),)
+        if type(entry) is not Shaped:  # the decoder did not check its shape
+            self._shape(i, entry)
+        rechecked = entry.rechecked
         if rechecked is not MISSING and type(rechecked) is dict:
             self.rechecked = rechecked
-        if fold:
+        fold = _FOLDS.get(kind)
+        if fold is not None:
             fold(self, i, entry)
+
+    def _shape(self, i: int, entry: Entry) -> None:
+        """Say what is first wrong with the shape of entry `i`, if anything."""
+        kind, ts = entry.kind, entry.ts
+        if kind not in KINDS:
+            self.shape += (f"entries[{i}].kind: unknown kind {kind!r}",)
+        elif type(ts) not in (int, float):
+            self.shape += (f"entries[{i}].ts: missing or not a number",)
+        elif entry.checks is not MISSING and type(entry.checks) is not dict:
+            self.shape += (f"entries[{i}].checks: expected an object",)
+        elif entry.rechecked is not MISSING and type(entry.rechecked) is not dict:
+            self.shape += (f"entries[{i}].rechecked: expected an object",)
 
     def _unlinked(self, i: int, entry: Entry, holds: bool) -> None:
         """Say what is wrong with entry `i`'s place in the effect's chain, taking its seq when it follows."""
@@ -246,9 +256,8 @@ class EffectCheck:
 
 
 _fields = attrgetter(*EffectCheck.__slots__)
-_FOLDS = {kind: {DISPATCHED: EffectCheck._dispatched, REDISPATCHED: EffectCheck._redispatched,
-                 COMMITTED: EffectCheck._committed, REFUSED: EffectCheck._refused, AMBIGUOUS: EffectCheck._ambiguous,
-                 LATE_RESULT: EffectCheck._late_result}.get(kind) for kind in KINDS}
+_FOLDS = {DISPATCHED: EffectCheck._dispatched, REDISPATCHED: EffectCheck._redispatched, COMMITTED: EffectCheck._committed,
+          REFUSED: EffectCheck._refused, AMBIGUOUS: EffectCheck._ambiguous, LATE_RESULT: EffectCheck._late_result}
 
 
 def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
@@ -284,17 +293,6 @@ def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
         "problems": problems,
         "covers": COVERS,
     }
-
-
-def _misshapen(i: int, entry: Entry, known: bool) -> str:
-    """The first thing wrong with the shape of entry `i`, of a `known` kind or not."""
-    if not known:
-        return f"entries[{i}].kind: unknown kind {entry.kind!r}"
-    if type(entry.ts) not in (int, float):
-        return f"entries[{i}].ts: missing or not a number"
-    if entry.checks is not MISSING and type(entry.checks) is not dict:
-        return f"entries[{i}].checks: expected an object"
-    return f"entries[{i}].rechecked: expected an object"
 
 
 def _found(entry: Entry) -> Any:

@@ -10,11 +10,13 @@ where being absent means something of its own: `MISSING` marks an absent `checks
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+from msgspec import UnsetType
 
 from ..canonical import hash_holds, laid_out_holds, loads
+from ..kinds import KINDS
 
 MISSING: Any = msgspec.UNSET
 
@@ -42,8 +44,35 @@ class Entry(msgspec.Struct, gc=False):
     hash: Any = None
 
 
-decode_line = msgspec.json.Decoder(Entry).decode
-DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)  # what makes the standard reading decide instead
+Kind = Literal[tuple(sorted(KINDS))]  # type: ignore[valid-type]
+
+
+class Shaped(msgspec.Struct, gc=False, kw_only=True):
+    """An `Entry` whose shape the decoder checked: a known kind, a number for its time, an object (or nothing) for
+    its checks and rechecks. A stored line is decoded as one first, so the checks of an entry need not look again;
+    one the decoder refuses is decoded as an `Entry` and its shape is checked field by field."""
+
+    checks: dict[str, Any] | UnsetType = MISSING
+    code: Any = None
+    effect_id: Any = None
+    effect_prev: Any = None
+    epoch: Any = None
+    found: Any = MISSING
+    kind: Kind
+    late_kind: Any = None
+    prev: Any = None
+    reason: Any = None
+    rechecked: dict[str, Any] | UnsetType = MISSING
+    resolves: Any = None
+    result: Any = MISSING
+    seq: Any = None
+    ts: int | float
+    hash: Any = None
+
+
+decode_shaped = msgspec.json.Decoder(Shaped).decode
+_decode = msgspec.json.Decoder(Entry).decode
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)  # a line msgspec cannot read, or not as `Shaped`
 _convert = msgspec.convert
 
 
@@ -51,8 +80,8 @@ def read_line(raw: bytes) -> tuple[Entry | None, bool]:
     """(entry, whether its hash holds) of one stored line without its newline; entry None when the line is not a
     JSON object."""
     try:
-        entry = decode_line(raw)
-    except DECODE_ERRORS:
+        entry = _decode(raw)
+    except DECODE_ERRORS:  # the standard reading decides what this line is
         return read_slowly(raw)
     if laid_out_holds(raw, entry.hash):
         return entry, True

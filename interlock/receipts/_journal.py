@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..canonical import hash_holds, laid_out_holds
 from ..signing import checkpoint_statement, signature_holds
 from ._check import COVERS, EffectCheck, receipt
-from ._entry import DECODE_ERRORS, Entry, as_entry, decode_line, read_line, read_slowly
+from ._entry import DECODE_ERRORS, Entry, as_entry, decode_shaped, read_line, read_slowly
 from ._spill import Spilled
 
 
@@ -63,9 +63,9 @@ class JournalCheck:
         for i, item in enumerate(entries):
             if type(item) is bytes:
                 try:
-                    entry = decode_line(item)
+                    entry = decode_shaped(item)
                 except DECODE_ERRORS:
-                    entry, holds = read_slowly(item)
+                    entry, holds = read_line(item)
                 else:
                     holds = laid_out_holds(item, entry.hash)
                     if not holds:
