@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..kinds import AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED
-from ._entry import MISSING, Entry, Shaped
+from ._entry import MISSING, Read, Shaped
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
           "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
@@ -69,7 +69,7 @@ class EffectCheck:
          check.after_target_error, check.evidence, check.rechecked, check.epoch) = state  # in slot order
         return check
 
-    def feed(self, entry: Entry | None, holds: bool) -> None:
+    def feed(self, entry: Read | None, holds: bool) -> None:
         """Check one more entry (None for a line that is not an object); `holds` says whether its stored hash
         recomputes."""
         if entry is None:
@@ -81,7 +81,7 @@ class EffectCheck:
                            f"{self.effect_id!r}",)
         self.feed_own(entry, holds)
 
-    def feed_own(self, entry: Entry, holds: bool) -> None:
+    def feed_own(self, entry: Read, holds: bool) -> None:
         """`feed` an entry that names this effect, as every entry a whole journal finds this check by does.
         Written for the case with nothing wrong, with few attribute writes and the rest left to the entry's kind:
         a whole journal calls it once per entry."""
@@ -105,7 +105,7 @@ class EffectCheck:
         if fold is not None:
             fold(self, i, entry)
 
-    def _shape(self, i: int, entry: Entry) -> None:
+    def _shape(self, i: int, entry: Read) -> None:
         """Say what is first wrong with the shape of entry `i`, if anything."""
         kind, ts = entry.kind, entry.ts
         if kind not in KINDS:
@@ -117,7 +117,7 @@ class EffectCheck:
         elif entry.rechecked is not MISSING and type(entry.rechecked) is not dict:
             self.shape += (f"entries[{i}].rechecked: expected an object",)
 
-    def _unlinked(self, i: int, entry: Entry, holds: bool) -> None:
+    def _unlinked(self, i: int, entry: Read, holds: bool) -> None:
         """Say what is wrong with entry `i`'s place in the effect's chain, taking its seq when it follows."""
         if not holds:
             self.chain += (f"entries[{i}]: hash does not match the entry's content",)
@@ -131,7 +131,7 @@ class EffectCheck:
 
     # One fold per kind that changes the effect's standing, each written flat for the case with nothing wrong.
 
-    def _dispatched(self, i: int, entry: Entry) -> None:
+    def _dispatched(self, i: int, entry: Read) -> None:
         epoch = entry.epoch
         if type(epoch) is int and epoch > self.epoch:
             self.epoch = epoch
@@ -147,7 +147,7 @@ class EffectCheck:
         else:
             self.span_authorized = self.span_held = False
 
-    def _redispatched(self, i: int, entry: Entry) -> None:
+    def _redispatched(self, i: int, entry: Read) -> None:
         epoch = entry.epoch
         if type(epoch) is int and epoch > self.epoch:
             self.epoch = epoch
@@ -156,7 +156,7 @@ class EffectCheck:
         self.span_authorized = self.span_authorized and checks.get("lease_live") is True
         self.span_held = self.span_held and checks.get("violations") == []
 
-    def _committed(self, i: int, entry: Entry) -> None:
+    def _committed(self, i: int, entry: Read) -> None:
         self._resolution(i, entry, COMMITTED)
         evidence = entry.result
         if evidence is MISSING:
@@ -169,19 +169,19 @@ class EffectCheck:
         self._count_span()
         self.open = self.ambiguous = False
 
-    def _refused(self, i: int, entry: Entry) -> None:
+    def _refused(self, i: int, entry: Read) -> None:
         self._resolution(i, entry, REFUSED)
         self.refused_reason = entry.reason
         self.after_target_error = entry.code == "target_error"
         self.span, self.span_authorized, self.span_held = False, True, True
         self.open = False
 
-    def _ambiguous(self, i: int, entry: Entry) -> None:
+    def _ambiguous(self, i: int, entry: Read) -> None:
         self._resolution(i, entry, AMBIGUOUS)
         self._count_span()
         self.open, self.ambiguous = False, True
 
-    def _late_result(self, i: int, entry: Entry) -> None:
+    def _late_result(self, i: int, entry: Read) -> None:
         epoch = entry.epoch
         if type(epoch) is int and epoch > self.epoch:
             self.epoch = epoch
@@ -192,7 +192,7 @@ class EffectCheck:
             self._landed(i, late)
             self.evidence = self.evidence if self.evidence is not None else late
 
-    def _resolution(self, i: int, entry: Entry, kind: str) -> None:
+    def _resolution(self, i: int, entry: Read, kind: str) -> None:
         """The order a resolution keeps. The journal never holds a second resolution or a result with no send
         open: it stores a late answer as LATE_RESULT and the gate resolves only what it sent, so each is forged; nor
         an answer journaled under a claim epoch after a later one took the effect over."""
@@ -242,13 +242,14 @@ class EffectCheck:
 
     def problems(self) -> list[str]:
         """Every problem found, chain first."""
-        first = ("entries[0]: the first entry is not PROPOSED",) if self.first else ()
-        return [*self.chain, *self.shape, *first, *self.order]
+        if self.first:
+            return [*self.chain, *self.shape, "entries[0]: the first entry is not PROPOSED", *self.order]
+        return [*self.chain, *self.shape, *self.order]
 
     def clean(self) -> bool:
         """Whether the receipt is valid with nothing held twice before a service's export is held to it: true of
         most effects of a long journal, which then add nothing to its verdict."""
-        return not self.twice and not self.problems()
+        return not (self.twice or self.chain or self.shape or self.first or self.order)
 
     def happened(self) -> Any:
         """True once a landing is on record, "unknown" while a send is open or ambiguous, else False."""
@@ -256,8 +257,9 @@ class EffectCheck:
 
 
 _fields = attrgetter(*EffectCheck.__slots__)
-_FOLDS = {DISPATCHED: EffectCheck._dispatched, REDISPATCHED: EffectCheck._redispatched, COMMITTED: EffectCheck._committed,
-          REFUSED: EffectCheck._refused, AMBIGUOUS: EffectCheck._ambiguous, LATE_RESULT: EffectCheck._late_result}
+_FOLDS = {DISPATCHED: EffectCheck._dispatched, REDISPATCHED: EffectCheck._redispatched,
+          COMMITTED: EffectCheck._committed, REFUSED: EffectCheck._refused, AMBIGUOUS: EffectCheck._ambiguous,
+          LATE_RESULT: EffectCheck._late_result}
 
 
 def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
@@ -295,6 +297,6 @@ def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
     }
 
 
-def _found(entry: Entry) -> Any:
+def _found(entry: Read) -> Any:
     """What a result entry with no result says landed: what a lookup found, if it says."""
     return entry.found if entry.found is not MISSING else None

@@ -44,7 +44,7 @@ class Entry(msgspec.Struct, gc=False):
     hash: Any = None
 
 
-Kind = Literal[tuple(sorted(KINDS))]  # type: ignore[valid-type]
+Kind = Literal[tuple(sorted(KINDS))]  # type: ignore[valid-type]  # the kinds, for the decoder to check
 
 
 class Shaped(msgspec.Struct, gc=False, kw_only=True):
@@ -58,7 +58,7 @@ class Shaped(msgspec.Struct, gc=False, kw_only=True):
     effect_prev: Any = None
     epoch: Any = None
     found: Any = MISSING
-    kind: Kind
+    kind: Kind  # type: ignore[valid-type]
     late_kind: Any = None
     prev: Any = None
     reason: Any = None
@@ -70,6 +70,7 @@ class Shaped(msgspec.Struct, gc=False, kw_only=True):
     hash: Any = None
 
 
+Read = Entry | Shaped  # an entry as the checks take it
 decode_shaped = msgspec.json.Decoder(Shaped).decode
 _decode = msgspec.json.Decoder(Entry).decode
 DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)  # a line msgspec cannot read, or not as `Shaped`
