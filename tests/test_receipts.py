@@ -13,7 +13,7 @@ import pytest
 
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify,
                        verify_journal, write_checkpoint)
-from interlock.canonical import canonical_bytes, entry_hash, line_hash
+from interlock.canonical import canonical_bytes, entry_hash, line_hash, sealed_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,3 +203,78 @@ def test_cli_checks_a_checkpoint_and_a_public_key(journal_path, tmp_path):
     (tmp_path / "junk.checkpoints").write_text("[1, 2]\n")
     junk = cli(str(journal_path), "--checkpoint", str(tmp_path / "junk.checkpoints"))
     assert junk.returncode == 2 and "Traceback" not in junk.stderr and junk.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("kind", "LANDED", "kind: unknown kind 'LANDED'"),
+    ("kind", None, "kind: unknown kind None"),
+    ("ts", "yesterday", "ts: missing or not a number"),
+    ("ts", True, "ts: missing or not a number"),
+    ("ts", None, "ts: missing or not a number"),
+    ("checks", [], "checks: expected an object"),
+    ("rechecked", None, "rechecked: expected an object"),
+])
+def test_a_stored_line_of_the_wrong_shape_is_judged_as_its_entry_is(journal_path, field, value, problem):
+    entries = read(journal_path)
+    at = next(i for i, e in enumerate(entries) if e["kind"] == "DISPATCHED")
+    body = {k: v for k, v in entries[at].items() if k != "hash"}
+    body[field] = value
+    digest, line = sealed_line(body)
+    entries[at] = {**body, "hash": digest}
+    lines = raw_lines(journal_path)
+    lines[at] = line[:-1]
+    from_lines = verify_journal(lines)
+    assert from_lines == verify_journal(entries)
+    effect = from_lines["effects"][body["effect_id"]]
+    assert not from_lines["valid"] and f"entries[2].{problem}" in effect["problems"]
+
+
+def long_journal(effects: int) -> list[bytes]:
+    """Stored lines of `effects` effects, each PROPOSED, DISPATCHED and COMMITTED, laid out as the journal writes."""
+    lines, previous, seq = [], None, 0
+    for n in range(effects):
+        eid, effect_prev = f"effect-{n}", None
+        for kind, extra in (("PROPOSED", {}), ("DISPATCHED", {"epoch": 1, "checks": {"lease_live": True,
+                                                                                      "violations": []}}),
+                            ("COMMITTED", {"epoch": 1, "result": {"n": n}})):
+            body = {"seq": seq, "kind": kind, "effect_id": eid, "effect_prev": effect_prev, "prev": previous,
+                    "ts": 1.0 + seq, **extra}
+            digest, line = sealed_line(body)
+            lines.append(line[:-1])
+            previous = effect_prev = digest
+            seq += 1
+    return lines
+
+
+def test_verify_reports_an_edited_line_in_the_middle_of_a_long_journal():
+    lines = long_journal(2_000)
+    assert verify_journal(lines)["valid"]
+    at = len(lines) // 2 + 2  # a COMMITTED
+    lines[at] = lines[at].replace(b'"result":{"n":', b'"result":{"n":-')
+    result = verify_journal(lines)
+    assert not result["valid"] and not result["tamper_evident"]
+    assert result["problems"] == [f"entries[{at}]: hash does not match the entry's content"]
+    edited = result["effects"][f"effect-{at // 3}"]
+    assert edited["problems"] == ["entries[2]: hash does not match the entry's content"]
+    assert [eid for eid, r in result["effects"].items() if not r["valid"]] == [f"effect-{at // 3}"]
+
+
+@pytest.mark.parametrize("first_kind, flagged", [("PROPOSED", False), ("AUTHORIZED", True), ("LANDED", True)])
+def test_an_effect_whose_first_entry_is_not_proposed_is_flagged_from_lines_and_entries(first_kind, flagged):
+    lines = long_journal(3)
+    entries = [json.loads(line) for line in lines]
+    body = {k: v for k, v in entries[3].items() if k != "hash"}
+    body["kind"] = first_kind
+    entries[3]["hash"], line = sealed_line(body)
+    entries[3]["kind"], lines[3] = first_kind, line[:-1]
+    for rest in entries[4:]:  # relink the chain after the rewritten entry
+        rest["prev"] = entries[rest["seq"] - 1]["hash"]
+        if rest["effect_id"] == body["effect_id"]:
+            rest["effect_prev"] = entries[rest["seq"] - 1]["hash"]
+        rest["hash"], line = sealed_line({k: v for k, v in rest.items() if k != "hash"})
+        lines[rest["seq"]] = line[:-1]
+    from_lines = verify_journal(lines)
+    assert from_lines == verify_journal(entries) and from_lines["tamper_evident"]
+    problems = from_lines["effects"]["effect-1"]["problems"]
+    assert ("entries[0]: the first entry is not PROPOSED" in problems) is flagged
+    assert from_lines["valid"] is not flagged

@@ -3,6 +3,7 @@ every sign that the service holds the effect twice, from the record alone and ag
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from interlock import CallableLease, Effect, FunctionTarget, Gate, Journal, verify, verify_journal
+from interlock.kinds import KINDS, open_send
+from interlock.receipts._check import EffectCheck
+from interlock.receipts._entry import Entry
 
 ROOT = Path(__file__).resolve().parents[1]
 EID = "e" * 12
@@ -132,3 +136,11 @@ def test_an_unusable_service_export_is_one_line_naming_the_file_and_field(gated,
     result = receipts(str(path), "--service", str(export))
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and str(export) in result.stderr and field in result.stderr
+
+
+@pytest.mark.parametrize("kinds", list(itertools.product([*sorted(KINDS), "UNKNOWN"], repeat=3)))
+def test_a_receipt_holds_a_send_open_exactly_when_the_journal_does(kinds):
+    check = EffectCheck("e")
+    for n, kind in enumerate(kinds):
+        check.feed(Entry(kind=kind, effect_id="e", seq=n, ts=1.0), True)
+    assert check.open is open_send({"kind": kind} for kind in kinds)

@@ -10,37 +10,70 @@ where being absent means something of its own: `MISSING` marks an absent `checks
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+from msgspec import UnsetType
 
 from ..canonical import hash_holds, laid_out_holds, loads
+from ..kinds import KINDS
 
 MISSING: Any = msgspec.UNSET
 
 
-class Entry(msgspec.Struct):
-    """One journal entry as the checks see it; every field may hold any JSON value."""
+class Entry(msgspec.Struct, gc=False):
+    """One journal entry as the checks see it; every field may hold any JSON value. The fields are declared in the
+    order a stored line has them (sorted, the hash last), so each key the decoder meets is the next field it tries;
+    an entry holds no cycle, so the collector need not track it."""
 
-    kind: Any = None
-    seq: Any = None
-    prev: Any = None
-    hash: Any = None
+    checks: Any = MISSING
+    code: Any = None
     effect_id: Any = None
     effect_prev: Any = None
-    ts: Any = None
     epoch: Any = None
-    resolves: Any = None
-    reason: Any = None
-    code: Any = None
-    late_kind: Any = None
-    checks: Any = MISSING
-    rechecked: Any = MISSING
-    result: Any = MISSING
     found: Any = MISSING
+    kind: Any = None
+    late_kind: Any = None
+    prev: Any = None
+    reason: Any = None
+    rechecked: Any = MISSING
+    resolves: Any = None
+    result: Any = MISSING
+    seq: Any = None
+    ts: Any = None
+    hash: Any = None
 
 
+Kind = Literal[tuple(sorted(KINDS))]  # type: ignore[valid-type]  # the kinds, for the decoder to check
+
+
+class Shaped(msgspec.Struct, gc=False, kw_only=True):
+    """An `Entry` whose shape the decoder checked: a known kind, a number for its time, an object (or nothing) for
+    its checks and rechecks. A stored line is decoded as one first, so the checks of an entry need not look again;
+    one the decoder refuses is decoded as an `Entry` and its shape is checked field by field."""
+
+    checks: dict[str, Any] | UnsetType = MISSING
+    code: Any = None
+    effect_id: Any = None
+    effect_prev: Any = None
+    epoch: Any = None
+    found: Any = MISSING
+    kind: Kind  # type: ignore[valid-type]
+    late_kind: Any = None
+    prev: Any = None
+    reason: Any = None
+    rechecked: dict[str, Any] | UnsetType = MISSING
+    resolves: Any = None
+    result: Any = MISSING
+    seq: Any = None
+    ts: int | float
+    hash: Any = None
+
+
+Read = Entry | Shaped  # an entry as the checks take it
+decode_shaped = msgspec.json.Decoder(Shaped).decode
 _decode = msgspec.json.Decoder(Entry).decode
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError)  # a line msgspec cannot read, or not as `Shaped`
 _convert = msgspec.convert
 
 
@@ -49,14 +82,16 @@ def read_line(raw: bytes) -> tuple[Entry | None, bool]:
     JSON object."""
     try:
         entry = _decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):  # the standard reading decides what this line is
-        return _read_slowly(raw)
+    except DECODE_ERRORS:  # the standard reading decides what this line is
+        return read_slowly(raw)
     if laid_out_holds(raw, entry.hash):
         return entry, True
-    return _read_slowly(raw)
+    return read_slowly(raw)
 
 
-def _read_slowly(raw: bytes) -> tuple[Entry | None, bool]:
+def read_slowly(raw: bytes) -> tuple[Entry | None, bool]:
+    """`read_line` for a line not laid out as the journal writes it: parsed whole, its hash checked by the
+    canonical rule."""
     try:
         whole = loads(raw)
     except ValueError:

@@ -7,13 +7,14 @@ later entry names them, and the receipts are read back from there in the order t
 
 from __future__ import annotations
 
+from hashlib import sha256
 from itertools import islice
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..canonical import hash_holds
+from ..canonical import HASH_FIELD, HASH_SUFFIX, hash_holds
 from ..signing import checkpoint_statement, signature_holds
 from ._check import COVERS, EffectCheck, receipt
-from ._entry import Entry, as_entry, read_line
+from ._entry import DECODE_ERRORS, Entry, Read, as_entry, decode_shaped, read_line, read_slowly
 from ._spill import Spilled
 
 
@@ -52,15 +53,29 @@ class JournalCheck:
         self.close()
 
     def scan(self, entries: Iterable[Any]) -> None:
-        """Check every entry in order: its place in the journal-wide chain, then its effect's running check."""
+        """Check every entry in order: its place in the journal-wide chain, then its effect's running check. Written
+        flat, with the stored line read in place: this loop runs once per entry."""
         problems = self.chain
         previous: str | None = None
         wanted = self.checkpoint.get("seq") if self.checkpoint is not None else None
         at_checkpoint: Any = None
         i = -1
-        found = self._checks.get  # bound once: this loop runs once per entry
+        found = self._checks.get
+        entry: Read | None
         for i, item in enumerate(entries):
-            entry, holds = read_line(item) if type(item) is bytes else read(item)
+            if type(item) is bytes:
+                try:
+                    entry = decode_shaped(item)
+                except DECODE_ERRORS:
+                    entry, holds = read_line(item)
+                else:
+                    # canonical.laid_out_holds written out: the hash field at its place, over the bytes before it
+                    holds = (item[-HASH_SUFFIX:-66] == HASH_FIELD and item[-2:] == b'"}'
+                             and sha256(item[:-HASH_SUFFIX] + b"}").hexdigest() == entry.hash)
+                    if not holds:
+                        entry, holds = read_slowly(item)
+            else:
+                entry, holds = read(item)
             if entry is None:
                 problems.append(f"entries[{i}]: not an object")
                 previous = None
@@ -76,7 +91,7 @@ class JournalCheck:
                 if type(eid) is not str:
                     continue
                 check = self._named(eid)
-            check.feed(entry, holds)
+            check.feed_own(entry, holds)
         self.entries = i + 1
         if self.checkpoint is not None:
             self.signed, unheld = _checkpoint(i + 1, at_checkpoint, self.checkpoint, self.public_key)
@@ -94,7 +109,8 @@ class JournalCheck:
         problems = list(self.chain)
         valid, held_twice = True, []
         standings = (self._standings() if receipts is None
-                     else ((eid, _standing(eid, outcome)) for eid, outcome in receipts))
+                     else ((eid, _standing(eid, outcome)) for eid, outcome in receipts
+                           if not outcome["valid"] or outcome["held_twice"]))
         for eid, standing in standings:
             if standing is not None:
                 named, effect_valid, held = standing
@@ -124,7 +140,12 @@ class JournalCheck:
     def _named(self, eid: str) -> EffectCheck:
         """The running check of an effect not in memory: found again on disk, else a new one."""
         checks, kept = self._checks, self.kept
-        if kept is not None and len(checks) >= kept:
+        if kept is None:  # all in memory, in the order the journal names them
+            checks[eid] = check = EffectCheck(eid)
+            self.effects += 1
+            self._unnamed.discard(eid)
+            return check
+        if len(checks) >= kept:
             self._spill(len(checks) - kept // 2)
         back = self._spilled.take(eid) if self._spilled is not None else None
         if back is None:
@@ -188,7 +209,7 @@ def _copies(count: int) -> str:
     return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
-def _links(i: int, entry: Entry, previous: str | None, holds: bool) -> list[str]:
+def _links(i: int, entry: Read, previous: str | None, holds: bool) -> list[str]:
     """What is wrong with entry `i`'s place in the journal-wide chain."""
     problems = []
     if entry.seq != i:
