@@ -84,7 +84,7 @@ class _Story:
         kind = entry.get("kind")
         if i == 0 and kind != "PROPOSED":
             self.shape.append("entries[0]: the first entry is not PROPOSED")
-        if kind not in KINDS:
+        if type(kind) is not str or kind not in KINDS:
             self.shape.append(f"entries[{i}].kind: unknown kind {kind!r}")
         elif not isinstance(entry.get("ts"), (int, float)) or isinstance(entry.get("ts"), bool):
             self.shape.append(f"entries[{i}].ts: missing or not a number")

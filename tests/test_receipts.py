@@ -278,3 +278,21 @@ def test_an_effect_whose_first_entry_is_not_proposed_is_flagged_from_lines_and_e
     problems = from_lines["effects"]["effect-1"]["problems"]
     assert ("entries[0]: the first entry is not PROPOSED" in problems) is flagged
     assert from_lines["valid"] is not flagged
+
+
+@pytest.mark.parametrize("kind", [["DISPATCHED"], {"kind": "DISPATCHED"}])
+def test_an_entry_whose_kind_is_not_a_string_is_reported_not_raised(tmp_path, kind):
+    from published_format import verify_record
+
+    body = {"seq": 0, "ts": 1.0, "kind": kind, "effect_id": "e1", "prev": None, "effect_prev": None}
+    digest, line = sealed_line(body)
+    entry = {**body, "hash": digest}
+    found = verify_journal([entry])
+    assert not found["valid"] and any("unknown kind" in p for p in found["effects"]["e1"]["problems"])
+    assert not verify_journal([line[:-1]])["valid"]
+    assert not verify_record([entry])["valid"]
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(line)
+    cli = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=60)
+    assert cli.returncode == 1 and json.loads(cli.stdout)["valid"] is False, cli.stderr

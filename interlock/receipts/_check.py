@@ -101,14 +101,14 @@ class EffectCheck:
         rechecked = entry.rechecked
         if rechecked is not MISSING and type(rechecked) is dict:
             self.rechecked = rechecked
-        fold = _FOLDS.get(kind)
+        fold = _FOLDS.get(kind) if type(kind) is str else None  # an unhashable kind is named by _shape
         if fold is not None:
             fold(self, i, entry)
 
     def _shape(self, i: int, entry: Read) -> None:
         """Say what is first wrong with the shape of entry `i`, if anything."""
         kind, ts = entry.kind, entry.ts
-        if kind not in KINDS:
+        if type(kind) is not str or kind not in KINDS:
             self.shape += (f"entries[{i}].kind: unknown kind {kind!r}",)
         elif type(ts) not in (int, float):
             self.shape += (f"entries[{i}].ts: missing or not a number",)
