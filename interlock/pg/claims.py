@@ -18,6 +18,7 @@ later write made under the old one.
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
@@ -82,6 +83,7 @@ class PgClaims:
         self._held: dict[str, PgClaim] = {}
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._unanswered = False  # a release was sent on the session and its answer not read yet
         self._run(lambda conn: None, "connect")
 
     @property
@@ -144,13 +146,19 @@ class PgClaims:
         return time.monotonic() - began < self.ttl / RENEWALS_PER_TTL
 
     def _release(self, claim: PgClaim) -> None:
+        """Send the release and go on without its answer, which the session's next statement reads first.
+
+        The server frees the claim as soon as it reads the release, whether or not this process is there for the
+        answer, and nothing here depends on it: a release that fails leaves the claim to its lease, as one lost
+        with its session does.
+        """
         self.journal.unfence(claim.effect_id, claim.epoch)
         with self._lock:
             if self._held.get(claim.effect_id) is claim:
                 del self._held[claim.effect_id]
         try:
-            self._run(lambda conn: conn.execute("SELECT interlock_release(%s, %s, %s)",
-                                                (claim.effect_id, claim.epoch, claim.holder)), "release")
+            self._run(lambda conn: _send(conn, _RELEASE, (claim.effect_id, str(claim.epoch), claim.holder)), "release")
+            self._unanswered = True
         except JournalUnavailable:
             pass  # the lease runs out on its own; the session, and its lock, are gone already
 
@@ -194,6 +202,9 @@ class PgClaims:
 
     def _session(self) -> psycopg.Connection[Any]:
         """The claims session; a new one takes the advisory locks of every held claim again (caller holds _lock)."""
+        if self._unanswered and self._conn is not None and not self._conn.closed:
+            self._unanswered = False
+            _drain(self._conn)  # raises, leaving the session broken, if the database went away meanwhile
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         if self._stop.is_set():
@@ -207,12 +218,32 @@ class PgClaims:
         return conn
 
 
+def _send(conn: psycopg.Connection[Any], query: bytes, params: tuple[str, ...]) -> None:
+    """Send one statement and return without reading its answer (`_drain` reads it)."""
+    pgconn = conn.pgconn
+    pgconn.send_query_params(query, [p.encode() for p in params])
+    while pgconn.flush():  # the socket took only part of it
+        select.select([pgconn.socket], [pgconn.socket], [])
+
+
+def _drain(conn: psycopg.Connection[Any]) -> None:
+    """Read and drop the answers of statements `_send` sent, waiting for them if they are not in yet."""
+    pgconn = conn.pgconn
+    while True:
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        if pgconn.get_result() is None:
+            return
+
+
 def _one(cur: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     row: tuple[Any, ...] | None = cur.fetchone()
     assert row is not None, "a function call returns one row"
     return row
 
 
+_RELEASE = b"SELECT interlock_release($1, $2, $3)"
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
 _RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"
            " FROM interlock_claims c JOIN unnest(%s::text[], %s::text[]) AS h(effect_id, holder)"
