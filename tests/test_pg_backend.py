@@ -259,3 +259,62 @@ def test_a_send_waits_for_the_disk_and_its_flush_covers_the_entries_before_it():
             assert not flushed_past(watcher, written)  # a PROPOSED is not waited for: its commit is not on disk yet
             journal.append("DISPATCHED", "e1", {"epoch": None})
             assert flushed_past(watcher, written)  # the send's flush took the PROPOSED with it
+
+
+def _transactions(url, effect_id):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [row[0] for row in conn.execute(
+            "SELECT xmin::text FROM interlock_journal WHERE effect_id = %s ORDER BY seq", (effect_id,))]
+
+
+def test_entries_ahead_are_written_with_the_effects_next_append_in_its_transaction(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    journal.append("PROPOSED", "other", {"payload_hash": "q"})  # another effect's append takes none of them
+    assert _transactions(pg_url, "e1") == []
+    dispatched = journal.append("DISPATCHED", "e1", {"epoch": None})
+    assert (dispatched["kind"], dispatched["seq"]) == ("DISPATCHED", 3)
+    assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
+    assert len(set(_transactions(pg_url, "e1"))) == 1  # one round trip, one transaction
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_a_read_of_the_effect_writes_its_entries_ahead_first(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    assert journal.effect("e1").kinds == ["PROPOSED"]
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    assert [e["kind"] for e in journal.entries("e1")] == ["PROPOSED", "AUTHORIZED"]
+
+
+def test_a_send_or_a_resolution_is_never_written_ahead(pg_url):
+    journal = PgJournal(pg_url)
+    for kind in ("DISPATCHED", "COMMITTED"):
+        with pytest.raises(ValueError):
+            journal.append_ahead(kind, "e1", {"epoch": None})
+
+
+def test_a_gate_call_that_fails_after_its_proposal_leaves_the_proposal_in_the_journal(pg_url):
+    journal, claims = open_journal(pg_url)
+
+    def lease_that_breaks():
+        raise RuntimeError("the lease service is down")
+
+    from interlock import CallableLease
+
+    gate = Gate(journal, FunctionTarget("t", lambda eid, payload: {}, tier=1), claims=claims, claim_wait=1.0)
+    with pytest.raises(RuntimeError):
+        gate.submit(Effect("k", {"key": "k"}, lease=CallableLease(lease_that_breaks)))
+    eid = Effect("k", {"key": "k"}).effect_id
+    assert [e["kind"] for e in PgJournal(pg_url).entries(eid)] == ["PROPOSED"]  # written as its claim was given back
+
+
+def test_a_gated_effect_writes_its_proposal_authorization_and_dispatch_in_one_transaction(pg_url):
+    journal, claims = open_journal(pg_url)
+    statuses, _ = _run_effects(journal, claims, ["a"])
+    eid = journal.entries()[0]["effect_id"]
+    assert statuses == ["COMMITTED"] and journal.effect(eid).kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED",
+                                                                       "COMMITTED"]
+    proposed, authorized, dispatched, committed = _transactions(pg_url, eid)
+    assert proposed == authorized == dispatched != committed
