@@ -28,9 +28,10 @@ class Gate:
 
     `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
     recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
-    Once DISPATCHED is durable the gate takes a last look at lease and premises and confirms its claim right
-    before the request: a change during the journal's fsyncs is refused, a sender whose claim was taken over
-    while it was stopped does not send, and what remains is the time of one read and one request.
+    Once DISPATCHED is journaled the gate takes a last look at lease and premises and confirms its claim right
+    before the request: a change during the JSONL journal's fsync is refused, a sender whose claim was taken over
+    while it was stopped does not send, and what remains is the time of one read, the confirm and one request
+    (on PostgreSQL the confirm's flush is the one that makes DISPATCHED durable).
     A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
     claims (see `interlock.backends.open_journal`). `claim_wait` is how long a call waits for another holder of
     the effect, and for a request to an unfenced target that may still land; 0 fails fast with IN_FLIGHT.

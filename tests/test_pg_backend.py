@@ -228,7 +228,7 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
 
 
 def test_an_append_retried_with_its_token_is_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND_DURABLE, _templates
+    from interlock.pg.journal import _APPEND, _FLUSHED, _templates
 
     journal = PgJournal(pg_url)
     journal.append("PROPOSED", "e1", {"payload_hash": "p"})
@@ -237,7 +237,7 @@ def test_an_append_retried_with_its_token_is_stored_once(pg_url):
     stored = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for _ in range(2):  # the second as a retry would send it, its first answer lost
-            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND_DURABLE, params)
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND + _FLUSHED, params)
             cur.nextset()
             stored.append(cur.fetchone()[0])
     assert stored[0] == stored[1]
@@ -318,3 +318,38 @@ def test_a_gated_effect_writes_its_proposal_authorization_and_dispatch_in_one_tr
                                                                        "COMMITTED"]
     proposed, authorized, dispatched, committed = _transactions(pg_url, eid)
     assert proposed == authorized == dispatched != committed
+
+
+def test_a_send_under_a_claim_is_made_durable_by_the_confirm_before_its_request():
+    from experiments.services.postgres import TempCluster
+    from interlock.pg import PgClaims
+
+    def flushed_past(conn, lsn):
+        return conn.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
+
+    with TempCluster({"wal_writer_delay": "10s"}) as cluster:  # the WAL writer flushes nothing on its own here
+        claims = PgClaims(PgJournal(cluster.create_database("t")), ttl=30)
+        claim = claims.acquire("e1", wait=1)
+        with psycopg.connect(claims.journal.url, autocommit=True) as watcher:
+            claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+            claims.journal.append_dispatch("e1", {"epoch": claim.epoch}, [lambda: []])
+            written = watcher.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            assert not flushed_past(watcher, written)  # no request yet: the dispatch waited for nothing
+            assert claim.confirm()
+            assert flushed_past(watcher, written)  # the confirm's one flush took the dispatch with it
+        claim.release()
+        claims.close()
+
+
+def test_a_confirm_refuses_the_request_when_the_database_no_longer_holds_the_send(pg_url):
+    from interlock.pg import PgClaims
+
+    claims = PgClaims(PgJournal(pg_url), ttl=30)
+    claim = claims.acquire("e1", wait=1)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    dispatched = claims.journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # as a crash before any flush would take it
+        admin.execute("DELETE FROM interlock_journal WHERE hash = %s", (dispatched["hash"],))
+    assert not claim.confirm()
+    claim.release()
+    claims.close()

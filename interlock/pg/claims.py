@@ -4,7 +4,9 @@ A claim is a row (effect, epoch, holder token, expiry = server time + ttl). The 
 extends the expiry every ttl/3 while the claim is held, sends included, so a slow send keeps its claim and a
 paused or partitioned holder loses it after at most `ttl`. Right before every request the holder confirms, in
 one round trip, that its epoch still owns the effect and the lease is live; the confirm extends the lease to a
-full `ttl` and marks the claim as in a request.
+full `ttl` and marks the claim as in a request. It commits synchronously, and its flush is also the one that makes
+the holder's send (DISPATCHED, REDISPATCHED, which the journal commits without waiting under a claim) durable
+before the request; it finds that send still in the journal, or refuses.
 
 Losing the database session does not free a claim: the session is not the holder. The holder's session also
 keeps an advisory lock for its epoch, and another process takes the claim over at once only when that lock is
@@ -134,12 +136,10 @@ class PgClaims:
 
     def _confirm(self, claim: PgClaim) -> bool:
         began = time.monotonic()
-        row = self._run(lambda conn: conn.execute(
-            "UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s),"
-            " in_request = true WHERE effect_id = %s AND epoch = %s AND holder = %s"
-            " AND expires > clock_timestamp() RETURNING true",
-            (self.ttl, claim.effect_id, claim.epoch, claim.holder)).fetchone(),
-            f"confirm the claim on {claim.effect_id} before its request (not sent)")
+        send = self.journal.unflushed_send(claim.effect_id)
+        row = self._run(lambda conn: conn.execute(_CONFIRM, (self.ttl, claim.effect_id, claim.epoch, claim.holder,
+                                                             send, send)).fetchone(),
+                        f"confirm the claim on {claim.effect_id} before its request (not sent)")
         if row is None:
             claim.lost = True
             return False
@@ -243,6 +243,12 @@ def _one(cur: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     return row
 
 
+# The confirm commits synchronously: its flush makes durable the in-request mark and every commit before it, the
+# holder's send (written without waiting) included, which it also checks is still there: a database that lost the
+# send in a crash, and came back before the confirm, refuses the request.
+_CONFIRM = ("UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s), in_request = true"
+            " WHERE effect_id = %s AND epoch = %s AND holder = %s AND expires > clock_timestamp()"
+            " AND (%s::text IS NULL OR EXISTS (SELECT FROM interlock_journal WHERE hash = %s)) RETURNING true")
 _RELEASE = b"SELECT interlock_release($1, $2, $3)"
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
 _RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"

@@ -38,9 +38,12 @@ class PgJournal:
     (the gate's PROPOSED and AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's
     next append, in that append's transaction, so a gated effect's first three entries cost one round trip.
 
-    Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before `append` returns,
-    because its request follows; a second transaction in the send's round trip waits for the flush that covers
-    it, so sends from many sessions share their flushes. Any other entry is durable with the next flush of the
+    Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
+    claim this process holds, the send commits without waiting and the claim's confirm, which every request
+    follows, commits synchronously: its one flush covers the send and the in-request mark, and it refuses the
+    request if the send is no longer there (a database crash took it before the confirm). Any other send waits
+    before `append` returns, through a second transaction in its round trip; sends from many sessions share
+    their flushes either way. Any other entry is durable with the next flush of the
     database (any send's, any synchronous commit's, the WAL writer's within a fraction of a second), which
     covers every commit before it. What a database crash can take is then only entries after the last flush: a
     PROPOSED or AUTHORIZED proposed again, and a resolution whose send is left open, which recovery settles by
@@ -62,6 +65,7 @@ class PgJournal:
         self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
         self._ahead: dict[str, list[tuple[Any, ...]]] = {}
+        self._unflushed: dict[str, str] = {}
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
 
@@ -222,6 +226,12 @@ class PgJournal:
                 pass
             del self._epochs[effect_id]
             self._found.pop(effect_id, None)
+            self._unflushed.pop(effect_id, None)
+
+    def unflushed_send(self, effect_id: str) -> str | None:
+        """The hash of the effect's last send if it was written under this process's claim, which commits it
+        without waiting for the disk: the claim's confirm, made right before the request, flushes it."""
+        return self._unflushed.get(effect_id)
 
     def _session(self) -> psycopg.Connection[Any]:
         if self._conn.closed or self._conn.broken:
@@ -260,21 +270,24 @@ class PgJournal:
         ahead = self._ahead.pop(effect_id, [])
         params = [p for entry in (*ahead, self._params(kind, effect_id, data)) for p in entry]
         appends = "; ".join([_APPEND] * (len(ahead) + 1))
-        durable = kind in SENDS
+        send = kind in SENDS
+        waits = send and effect_id not in self._epochs  # a claimed effect's send is flushed by the claim's confirm
 
         def attempt() -> Any:
             conn = self._session()
-            if not durable and not ahead:  # one prepared statement, committed without waiting for the disk
-                return conn.execute(_APPEND, params).fetchone()
             cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
-                if not durable:  # the entries ahead and this one, one implicit transaction
+                begun = bool(guards) and _check(conn, guards)  # their row locks are held to this append's commit
+                if waits:
+                    cur.execute(("" if begun else "BEGIN; ") + appends + _FLUSHED, params)
+                    if not begun:
+                        cur.nextset()
+                elif begun:
+                    cur.execute(appends + "; COMMIT", params)
+                elif not ahead:  # one prepared statement
+                    return conn.execute(_APPEND, params).fetchone()
+                else:  # the entries ahead and this one, one implicit transaction
                     cur.execute(appends, params)
-                elif guards and _check(conn, guards):  # the guards' row locks are held to this append's commit
-                    cur.execute(appends + _DURABLE, params)
-                else:
-                    cur.execute("BEGIN; " + appends + _DURABLE, params)
-                    cur.nextset()
                 for _ in ahead:
                     cur.nextset()
             except BaseException:
@@ -288,6 +301,8 @@ class PgJournal:
         entry: dict[str, Any] = loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
+            if not waits:
+                self._unflushed[effect_id] = entry["hash"]
         elif entry["kind"] in RESOLUTIONS:
             self._sending.discard(effect_id)
         return entry
@@ -297,13 +312,12 @@ class PgJournal:
         return None if kind in RESOLUTIONS or effect_id in self._sending else False
 
 
-# An append commits without waiting for the disk, which frees the journal-wide lock at once. A send's append is
-# followed, in the same round trip, by a transaction that writes one WAL record and commits synchronously: its
-# flush covers the append committed just before it, so concurrent sends share flushes while none holds the lock
-# across one, or across a round trip.
+# An append commits without waiting for the disk, which frees the journal-wide lock at once. A send's append
+# outside a claim is followed, in the same round trip, by a transaction that writes one WAL record and commits
+# synchronously: its flush covers the append committed just before it, so concurrent sends share flushes while
+# none holds the lock across one, or across a round trip. Under a claim the confirm's flush does it (PgClaims).
 _APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s)"
-_DURABLE = "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
-_APPEND_DURABLE = _APPEND + _DURABLE
+_FLUSHED = "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
 _PLACED = ("seq", "ts", "prev", "effect_prev")  # and the hash, which the database appends to the line
 
 
