@@ -228,16 +228,16 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
 
 
 def test_an_append_retried_with_its_token_is_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND, _FLUSHED, _templates
+    from interlock.pg.journal import _APPEND_ALL, _FLUSHED, _templates
 
     journal = PgJournal(pg_url)
     journal.append("PROPOSED", "e1", {"payload_hash": "p"})
     token, body, late_body = _templates("DISPATCHED", "e1", {"epoch": 1})
-    params = ("e1", "DISPATCHED", 1, None, None, token, body, late_body)
+    params = ("e1", ["DISPATCHED"], [1], None, None, [token], [body], [late_body])
     stored = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for _ in range(2):  # the second as a retry would send it, its first answer lost
-            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND + _FLUSHED, params)
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND_ALL + _FLUSHED, params)
             cur.nextset()
             stored.append(cur.fetchone()[0])
     assert stored[0] == stored[1]
@@ -353,3 +353,46 @@ def test_a_confirm_refuses_the_request_when_the_database_no_longer_holds_the_sen
     assert not claim.confirm()
     claim.release()
     claims.close()
+
+
+def test_entries_appended_together_and_retried_with_their_tokens_are_stored_once(pg_url):
+    from interlock.pg.journal import _APPEND_ALL, _templates
+
+    journal = PgJournal(pg_url)
+    entries = [("PROPOSED", None, *_templates("PROPOSED", "e1", {"payload_hash": "p"})),
+               ("DISPATCHED", 1, *_templates("DISPATCHED", "e1", {"epoch": 1}))]
+    kinds, epochs, tokens, bodies, lates = (list(column) for column in zip(*entries))
+    params = ("e1", kinds, epochs, None, None, tokens, bodies, lates)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        stored = [conn.execute(_APPEND_ALL, params).fetchone()[0] for _ in range(2)]  # the second a lost answer's retry
+    assert stored[0] == stored[1] and json.loads(stored[0])["kind"] == "DISPATCHED"
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_entries_ahead_of_a_claim_taken_over_are_not_written_and_stop_the_next_append(pg_url):
+    from interlock.errors import ClaimLost
+    from interlock.pg import PgClaims
+
+    owner, other = PgClaims(PgJournal(pg_url), ttl=60), PgClaims(PgJournal(pg_url), ttl=60)
+    held = owner.acquire("e1", wait=0)
+    owner.journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (owner.owner_of("e1")["backend"],))
+    assert other.acquire("e1", wait=5).taken == "holder_gone"
+    with pytest.raises(ClaimLost):
+        owner.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: []])
+    assert other.journal.effect("e1") is None  # neither the proposal ahead nor the dispatch
+
+
+def test_a_database_made_by_the_earlier_schema_is_upgraded_in_place(pg_url):
+    PgJournal(pg_url).append("PROPOSED", "e1", {"payload_hash": "p"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # the one-entry append the earlier schema had
+        admin.execute("CREATE FUNCTION interlock_append(text, text, bigint, bigint, text, text, text, text)"
+                      " RETURNS text LANGUAGE sql AS 'SELECT NULL::text'")
+    journal = PgJournal(pg_url)
+    journal.append("DISPATCHED", "e1", {"epoch": None})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM pg_proc WHERE proname = 'interlock_append'").fetchone()[0] == 0
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+    assert verify_journal(journal.entries())["valid"]

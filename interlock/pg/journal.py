@@ -32,7 +32,7 @@ _guarding: ContextVar[_Guarding | None] = ContextVar("interlock_pg_guarding", de
 class PgJournal:
     """A journal in one PostgreSQL database, shared by any number of processes on any number of hosts.
 
-    An append is one round trip: `interlock_append` checks the writer's claim, takes the journal-wide lock, reads
+    An append is one round trip: `interlock_append_all` checks the writer's claim, takes the journal-wide lock, reads
     the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
     transaction commits without waiting for the disk, which frees the lock at once. An entry nothing waits on
     (the gate's PROPOSED and AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's
@@ -64,7 +64,7 @@ class PgJournal:
         self._epochs: dict[str, tuple[int, str]] = {}
         self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
-        self._ahead: dict[str, list[tuple[Any, ...]]] = {}
+        self._ahead: dict[str, list[tuple[Any, ...]]] = {}  # entries as _entry lays them out
         self._unflushed: dict[str, str] = {}
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
@@ -130,7 +130,7 @@ class PgJournal:
         if kind in SENDS or kind in RESOLUTIONS:
             raise ValueError(f"{kind} is waited on: append it")
         self._found.pop(effect_id, None)
-        self._ahead.setdefault(effect_id, []).append(self._params(kind, effect_id, data))
+        self._ahead.setdefault(effect_id, []).append(self._entry(kind, effect_id, data))
 
     def append_dispatch(self, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         """Append DISPATCHED only if every guard holds, checked in the same transaction as the write.
@@ -251,27 +251,28 @@ class PgJournal:
                 raise ClaimLost(_first_line(exc)) from None
             raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
 
-    def _params(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[Any, ...]:
-        """The arguments of `interlock_append` for one entry, fenced on this process's claim of the effect."""
-        token, body, late_body = _templates(kind, effect_id, plain(data))
-        epoch, holder = self._epochs.get(effect_id, (None, None))
-        return (effect_id, kind, data.get("epoch"), epoch, holder, token, body, late_body)
+    def _entry(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[Any, ...]:
+        """(kind, epoch, token, body, late body): one entry as `interlock_append_all` takes it."""
+        return (kind, data.get("epoch"), *_templates(kind, effect_id, plain(data)))
+
+    def _params(self, effect_id: str, entries: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+        """The arguments of `interlock_append_all`, fenced on this process's claim of the effect."""
+        fence, holder = self._epochs.get(effect_id, (None, None))
+        kinds, epochs, tokens, bodies, lates = (list(column) for column in zip(*entries))
+        return (effect_id, kinds, epochs, fence, holder, tokens, bodies, lates)
 
     def _write_ahead(self, effect_id: str) -> None:
         """Write the effect's entries still ahead, in one round trip, if any."""
         ahead = self._ahead.pop(effect_id, None)
         if ahead:
-            params = [p for entry in ahead for p in entry]
-            self._guarded(lambda: psycopg.ClientCursor(self._session()).execute(
-                "; ".join([_APPEND] * len(ahead)), params), f"{ahead[-1][1]} for effect {effect_id} may not be written",
-                self._sent(ahead[-1][1], effect_id))
+            params = self._params(effect_id, ahead)
+            self._guarded(lambda: self._session().execute(_APPEND_ALL, params),
+                          f"{ahead[-1][0]} for effect {effect_id} may not be written", self._sent(ahead[-1][0], effect_id))
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        ahead = self._ahead.pop(effect_id, [])
-        params = [p for entry in (*ahead, self._params(kind, effect_id, data)) for p in entry]
-        appends = "; ".join([_APPEND] * (len(ahead) + 1))
-        send = kind in SENDS
-        waits = send and effect_id not in self._epochs  # a claimed effect's send is flushed by the claim's confirm
+        entries = [*self._ahead.pop(effect_id, []), self._entry(kind, effect_id, data)]
+        params = self._params(effect_id, entries)
+        waits = kind in SENDS and effect_id not in self._epochs  # a claimed effect's send: the confirm flushes it
 
         def attempt() -> Any:
             conn = self._session()
@@ -279,17 +280,13 @@ class PgJournal:
             try:
                 begun = bool(guards) and _check(conn, guards)  # their row locks are held to this append's commit
                 if waits:
-                    cur.execute(("" if begun else "BEGIN; ") + appends + _FLUSHED, params)
+                    cur.execute(("" if begun else "BEGIN; ") + _APPEND_ALL + _FLUSHED, params)
                     if not begun:
                         cur.nextset()
                 elif begun:
-                    cur.execute(appends + "; COMMIT", params)
-                elif not ahead:  # one prepared statement
-                    return conn.execute(_APPEND, params).fetchone()
-                else:  # the entries ahead and this one, one implicit transaction
-                    cur.execute(appends, params)
-                for _ in ahead:
-                    cur.nextset()
+                    cur.execute(_APPEND_ALL + "; COMMIT", params)
+                else:  # one prepared statement, committed without waiting for the disk
+                    return conn.execute(_APPEND_ALL, params).fetchone()
             except BaseException:
                 if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute("ROLLBACK")
@@ -316,7 +313,8 @@ class PgJournal:
 # outside a claim is followed, in the same round trip, by a transaction that writes one WAL record and commits
 # synchronously: its flush covers the append committed just before it, so concurrent sends share flushes while
 # none holds the lock across one, or across a round trip. Under a claim the confirm's flush does it (PgClaims).
-_APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s)"
+_APPEND_ALL = ("SELECT interlock_append_all(%s, %s::text[], %s::bigint[], %s, %s, %s::text[], %s::text[],"
+               " %s::text[])")
 _FLUSHED = "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
 _PLACED = ("seq", "ts", "prev", "effect_prev")  # and the hash, which the database appends to the line
 
