@@ -396,3 +396,14 @@ def test_a_database_made_by_the_earlier_schema_is_upgraded_in_place(pg_url):
         assert admin.execute("SELECT count(*) FROM pg_proc WHERE proname = 'interlock_append'").fetchone()[0] == 0
     assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
     assert verify_journal(journal.entries())["valid"]
+
+
+def test_entries_ahead_of_a_dispatch_its_guard_refused_go_with_the_refusal(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    with pytest.raises(GuardFailed):
+        journal.append_dispatch("e1", {"epoch": None}, [lambda: ["the premise moved"]])
+    journal.append("REFUSED", "e1", {"code": "stale_premise", "resolves": False})
+    assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "REFUSED"]
+    assert verify_journal(journal.entries())["valid"]

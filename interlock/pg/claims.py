@@ -157,10 +157,18 @@ class PgClaims:
             if self._held.get(claim.effect_id) is claim:
                 del self._held[claim.effect_id]
         try:
-            self._run(lambda conn: _send(conn, _RELEASE, (claim.effect_id, str(claim.epoch), claim.holder)), "release")
-            self._unanswered = True
+            self._run(lambda conn: self._send(conn, _RELEASE, (claim.effect_id, str(claim.epoch), claim.holder)),
+                      "release")
         except JournalUnavailable:
             pass  # the lease runs out on its own; the session, and its lock, are gone already
+
+    def _send(self, conn: psycopg.Connection[Any], query: bytes, params: tuple[str, ...]) -> None:
+        """Send one statement on the claims session without reading its answer (caller holds _lock)."""
+        pgconn = conn.pgconn
+        pgconn.send_query_params(query, [p.encode() for p in params])
+        while pgconn.flush():  # the socket took only part of it
+            select.select([pgconn.socket], [pgconn.socket], [])
+        self._unanswered = True
 
     def _start_renewer(self) -> None:
         if self._renewer is None:
@@ -218,16 +226,8 @@ class PgClaims:
         return conn
 
 
-def _send(conn: psycopg.Connection[Any], query: bytes, params: tuple[str, ...]) -> None:
-    """Send one statement and return without reading its answer (`_drain` reads it)."""
-    pgconn = conn.pgconn
-    pgconn.send_query_params(query, [p.encode() for p in params])
-    while pgconn.flush():  # the socket took only part of it
-        select.select([pgconn.socket], [pgconn.socket], [])
-
-
 def _drain(conn: psycopg.Connection[Any]) -> None:
-    """Read and drop the answers of statements `_send` sent, waiting for them if they are not in yet."""
+    """Read and drop the answers of statements `PgClaims._send` sent, waiting for them if they are not in yet."""
     pgconn = conn.pgconn
     while True:
         while pgconn.is_busy():

@@ -270,7 +270,7 @@ class PgJournal:
                           f"{ahead[-1][0]} for effect {effect_id} may not be written", self._sent(ahead[-1][0], effect_id))
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        entries = [*self._ahead.pop(effect_id, []), self._entry(kind, effect_id, data)]
+        entries = [*self._ahead.get(effect_id, []), self._entry(kind, effect_id, data)]
         params = self._params(effect_id, entries)
         waits = kind in SENDS and effect_id not in self._epochs  # a claimed effect's send: the confirm flushes it
 
@@ -295,6 +295,7 @@ class PgJournal:
 
         self._found.pop(effect_id, None)
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
+        self._ahead.pop(effect_id, None)  # written; a guard that failed leaves them for the effect's next append
         entry: dict[str, Any] = loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
