@@ -228,16 +228,16 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
 
 
 def test_an_append_retried_with_its_token_is_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND_ALL, _FLUSHED, _templates
+    from interlock.pg.journal import _FLUSHED, _append_all, _templates
 
     journal = PgJournal(pg_url)
     journal.append("PROPOSED", "e1", {"payload_hash": "p"})
     token, body, late_body = _templates("DISPATCHED", "e1", {"epoch": 1})
-    params = ("e1", ["DISPATCHED"], [1], None, None, [token], [body], [late_body])
+    params = ("e1", "DISPATCHED", 1, None, None, token, body, late_body)
     stored = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for _ in range(2):  # the second as a retry would send it, its first answer lost
-            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND_ALL + _FLUSHED, params)
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _append_all(1) + _FLUSHED, params)
             cur.nextset()
             stored.append(cur.fetchone()[0])
     assert stored[0] == stored[1]
@@ -356,15 +356,14 @@ def test_a_confirm_refuses_the_request_when_the_database_no_longer_holds_the_sen
 
 
 def test_entries_appended_together_and_retried_with_their_tokens_are_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND_ALL, _templates
+    from interlock.pg.journal import _append_all, _templates
 
     journal = PgJournal(pg_url)
     entries = [("PROPOSED", None, *_templates("PROPOSED", "e1", {"payload_hash": "p"})),
                ("DISPATCHED", 1, *_templates("DISPATCHED", "e1", {"epoch": 1}))]
-    kinds, epochs, tokens, bodies, lates = (list(column) for column in zip(*entries))
-    params = ("e1", kinds, epochs, None, None, tokens, bodies, lates)
+    params = journal._params("e1", entries)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        stored = [conn.execute(_APPEND_ALL, params).fetchone()[0] for _ in range(2)]  # the second a lost answer's retry
+        stored = [conn.execute(_append_all(2), params).fetchone()[0] for _ in range(2)]  # the second a lost answer's retry
     assert stored[0] == stored[1] and json.loads(stored[0])["kind"] == "DISPATCHED"
     assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
     assert verify_journal(journal.entries())["valid"]
