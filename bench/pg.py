@@ -4,8 +4,8 @@ how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
 journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a
 confirm of the claim right before the send and a release. Both backends keep one durability contract: the send's
-entry is on disk before its request (fsync; a synchronous commit), every other entry with the next flush, and the
-PostgreSQL confirm commits synchronously too. Beside each rate stands the CPU time the workers spent per effect
+entry is on disk before its request (fsync; on PostgreSQL the confirm's synchronous commit, whose flush covers the
+DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the workers spent per effect
 (the database server's is not in it). Worker counts are interleaved between the backends, round after round, and
 each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
 says how busy it was.

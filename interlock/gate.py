@@ -19,7 +19,7 @@ from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, violations
 from .records import EffectRecord
-from .recovery import Recovery, append_claimed, apply, refuse
+from .recovery import Recovery, append_ahead, append_claimed, apply, refuse
 from .targets.base import Rejected, Target, unanswered
 
 
@@ -28,9 +28,10 @@ class Gate:
 
     `submit` runs an effect's whole life and, when a crashed worker left its dispatch open, settles it through
     recovery instead of sending again, so a restarted job calls `submit` with the same effect and gets the truth.
-    Once DISPATCHED is durable the gate takes a last look at lease and premises and confirms its claim right
-    before the request: a change during the journal's fsyncs is refused, a sender whose claim was taken over
-    while it was stopped does not send, and what remains is the time of one read and one request.
+    Once DISPATCHED is journaled the gate takes a last look at lease and premises and confirms its claim right
+    before the request: a change during the JSONL journal's fsync is refused, a sender whose claim was taken over
+    while it was stopped does not send, and what remains is the time of one read, the confirm and one request
+    (on PostgreSQL the confirm's flush is the one that makes DISPATCHED durable).
     A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
     claims (see `interlock.backends.open_journal`). `claim_wait` is how long a call waits for another holder of
     the effect, and for a request to an unfenced target that may still land; 0 fails fast with IN_FLIGHT.
@@ -99,21 +100,21 @@ class Gate:
         self.journal.refresh()
         record = self.journal.effect(eid)
         if record is None:
-            proposed = append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            append_ahead(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
             self.hooks.reach(points.AFTER_PROPOSED)
-            return self._dispatch(effect, claim, proposed)
+            return self._dispatch(effect, claim, journaled["premises"])
         elif record.payload_hash != payload_hash:
             return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
         elif record.resolution is not None:
             return recorded_outcome(record)
         elif record.open_dispatch:
             return self._recovery(effect, claim).settle(self.claim_wait)
-        return self._dispatch(effect, claim, proposal(self.journal, eid))
+        found = proposal(self.journal, eid)
+        return self._dispatch(effect, claim, found["premises"] if found else {})
 
-    def _dispatch(self, effect: Effect, claim: ClaimLike, found: dict[str, Any] | None) -> Outcome:
-        """Authorize, journal the send and make it; `found` is the effect's PROPOSED entry, which it was decided on."""
+    def _dispatch(self, effect: Effect, claim: ClaimLike, decided: dict[str, Any]) -> Outcome:
+        """Authorize, journal the send and make it; `decided` is the premises as the effect's PROPOSED holds them."""
         eid = effect.effect_id
-        decided = found["premises"] if found else {}
 
         def recheck() -> Check:
             return check(effect.lease, lambda: violations(effect.premises, decided, eid))
@@ -121,7 +122,7 @@ class Gate:
         checks = recheck()
         if not checks.lease_live:
             return refuse(self.journal, claim, eid, RefusalCode.LEASE, checks.reason(), checks, resolves=False)
-        append_claimed(self.journal, claim, AUTHORIZED, eid, {"lease": checks.lease})
+        append_ahead(self.journal, claim, AUTHORIZED, eid, {"lease": checks.lease})
         if checks.violations:
             return refuse(self.journal, claim, eid, RefusalCode.STALE_PREMISE, checks.reason(), checks, resolves=False)
         moved = self._journal_dispatch(eid, claim, {

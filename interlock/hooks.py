@@ -6,8 +6,8 @@ below. Without one the gate calls a hook that does nothing, so no setting outsid
 
 | point | where the gate is |
 |---|---|
-| `after_proposed` | PROPOSED is durable; nothing checked or sent yet |
-| `before_send` | DISPATCHED is durable; the last look at lease and premises has not run |
+| `after_proposed` | PROPOSED is appended (the PostgreSQL journal writes it with the effect's next append); nothing checked or sent yet |
+| `before_send` | DISPATCHED is journaled (on PostgreSQL made durable by the confirm's flush); the last look at lease and premises has not run |
 | `before_request` | after the last look and the claim confirm, immediately before the request |
 | `after_commit` | the service answered; COMMITTED is not journaled yet |
 | `recovery_before_resend` | recovery journaled REDISPATCHED; its last look has not run |

@@ -55,6 +55,16 @@ def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id:
     return journal.append(kind, effect_id, data)  # a database journal fences appends on the claim epoch itself
 
 
+def append_ahead(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str, data: dict[str, Any]) -> None:
+    """`append_claimed` for an entry nothing waits on (PROPOSED, AUTHORIZED): a journal in a database sends it in
+    the round trip of the effect's next append instead of one of its own (`PgJournal.append_ahead`)."""
+    ahead = getattr(journal, "append_ahead", None)
+    if ahead is None:
+        append_claimed(journal, claim, kind, effect_id, data)
+    else:
+        ahead(kind, effect_id, data)
+
+
 def append_settled(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str,
                    data: dict[str, Any]) -> dict[str, Any]:
     """`append_claimed` for a resolution off the plain path (a refusal, a recovery's answer, a failed send), made

@@ -228,7 +228,7 @@ def test_a_stopped_database_surfaces_as_journal_unavailable_saying_what_was_sent
 
 
 def test_an_append_retried_with_its_token_is_stored_once(pg_url):
-    from interlock.pg.journal import _APPEND_DURABLE, _templates
+    from interlock.pg.journal import _FLUSHED, _append_all, _templates
 
     journal = PgJournal(pg_url)
     journal.append("PROPOSED", "e1", {"payload_hash": "p"})
@@ -237,7 +237,7 @@ def test_an_append_retried_with_its_token_is_stored_once(pg_url):
     stored = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for _ in range(2):  # the second as a retry would send it, its first answer lost
-            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _APPEND_DURABLE, params)
+            cur = psycopg.ClientCursor(conn).execute("BEGIN; " + _append_all(1) + _FLUSHED, params)
             cur.nextset()
             stored.append(cur.fetchone()[0])
     assert stored[0] == stored[1]
@@ -259,3 +259,150 @@ def test_a_send_waits_for_the_disk_and_its_flush_covers_the_entries_before_it():
             assert not flushed_past(watcher, written)  # a PROPOSED is not waited for: its commit is not on disk yet
             journal.append("DISPATCHED", "e1", {"epoch": None})
             assert flushed_past(watcher, written)  # the send's flush took the PROPOSED with it
+
+
+def _transactions(url, effect_id):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [row[0] for row in conn.execute(
+            "SELECT xmin::text FROM interlock_journal WHERE effect_id = %s ORDER BY seq", (effect_id,))]
+
+
+def test_entries_ahead_are_written_with_the_effects_next_append_in_its_transaction(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    journal.append("PROPOSED", "other", {"payload_hash": "q"})  # another effect's append takes none of them
+    assert _transactions(pg_url, "e1") == []
+    dispatched = journal.append("DISPATCHED", "e1", {"epoch": None})
+    assert (dispatched["kind"], dispatched["seq"]) == ("DISPATCHED", 3)
+    assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
+    assert len(set(_transactions(pg_url, "e1"))) == 1  # one round trip, one transaction
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_a_read_of_the_effect_writes_its_entries_ahead_first(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    assert journal.effect("e1").kinds == ["PROPOSED"]
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    assert [e["kind"] for e in journal.entries("e1")] == ["PROPOSED", "AUTHORIZED"]
+
+
+def test_a_send_or_a_resolution_is_never_written_ahead(pg_url):
+    journal = PgJournal(pg_url)
+    for kind in ("DISPATCHED", "COMMITTED"):
+        with pytest.raises(ValueError):
+            journal.append_ahead(kind, "e1", {"epoch": None})
+
+
+def test_a_gate_call_that_fails_after_its_proposal_leaves_the_proposal_in_the_journal(pg_url):
+    journal, claims = open_journal(pg_url)
+
+    def lease_that_breaks():
+        raise RuntimeError("the lease service is down")
+
+    from interlock import CallableLease
+
+    gate = Gate(journal, FunctionTarget("t", lambda eid, payload: {}, tier=1), claims=claims, claim_wait=1.0)
+    with pytest.raises(RuntimeError):
+        gate.submit(Effect("k", {"key": "k"}, lease=CallableLease(lease_that_breaks)))
+    eid = Effect("k", {"key": "k"}).effect_id
+    assert [e["kind"] for e in PgJournal(pg_url).entries(eid)] == ["PROPOSED"]  # written as its claim was given back
+
+
+def test_a_gated_effect_writes_its_proposal_authorization_and_dispatch_in_one_transaction(pg_url):
+    journal, claims = open_journal(pg_url)
+    statuses, _ = _run_effects(journal, claims, ["a"])
+    eid = journal.entries()[0]["effect_id"]
+    assert statuses == ["COMMITTED"] and journal.effect(eid).kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED",
+                                                                       "COMMITTED"]
+    proposed, authorized, dispatched, committed = _transactions(pg_url, eid)
+    assert proposed == authorized == dispatched != committed
+
+
+def test_a_send_under_a_claim_is_made_durable_by_the_confirm_before_its_request():
+    from experiments.services.postgres import TempCluster
+    from interlock.pg import PgClaims
+
+    def flushed_past(conn, lsn):
+        return conn.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]
+
+    with TempCluster({"wal_writer_delay": "10s"}) as cluster:  # the WAL writer flushes nothing on its own here
+        claims = PgClaims(PgJournal(cluster.create_database("t")), ttl=30)
+        claim = claims.acquire("e1", wait=1)
+        with psycopg.connect(claims.journal.url, autocommit=True) as watcher:
+            claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+            claims.journal.append_dispatch("e1", {"epoch": claim.epoch}, [lambda: []])
+            written = watcher.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+            assert not flushed_past(watcher, written)  # no request yet: the dispatch waited for nothing
+            assert claim.confirm()
+            assert flushed_past(watcher, written)  # the confirm's one flush took the dispatch with it
+        claim.release()
+        claims.close()
+
+
+def test_a_confirm_refuses_the_request_when_the_database_no_longer_holds_the_send(pg_url):
+    from interlock.pg import PgClaims
+
+    claims = PgClaims(PgJournal(pg_url), ttl=30)
+    claim = claims.acquire("e1", wait=1)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    dispatched = claims.journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # as a crash before any flush would take it
+        admin.execute("DELETE FROM interlock_journal WHERE hash = %s", (dispatched["hash"],))
+    assert not claim.confirm()
+    claim.release()
+    claims.close()
+
+
+def test_entries_appended_together_and_retried_with_their_tokens_are_stored_once(pg_url):
+    from interlock.pg.journal import _append_all, _templates
+
+    journal = PgJournal(pg_url)
+    entries = [("PROPOSED", None, *_templates("PROPOSED", "e1", {"payload_hash": "p"})),
+               ("DISPATCHED", 1, *_templates("DISPATCHED", "e1", {"epoch": 1}))]
+    params = journal._params("e1", entries)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        stored = [conn.execute(_append_all(2), params).fetchone()[0] for _ in range(2)]  # the second a lost answer's retry
+    assert stored[0] == stored[1] and json.loads(stored[0])["kind"] == "DISPATCHED"
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_entries_ahead_of_a_claim_taken_over_are_not_written_and_stop_the_next_append(pg_url):
+    from interlock.errors import ClaimLost
+    from interlock.pg import PgClaims
+
+    owner, other = PgClaims(PgJournal(pg_url), ttl=60), PgClaims(PgJournal(pg_url), ttl=60)
+    held = owner.acquire("e1", wait=0)
+    owner.journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (owner.owner_of("e1")["backend"],))
+    assert other.acquire("e1", wait=5).taken == "holder_gone"
+    with pytest.raises(ClaimLost):
+        owner.journal.append_dispatch("e1", {"epoch": held.epoch}, [lambda: []])
+    assert other.journal.effect("e1") is None  # neither the proposal ahead nor the dispatch
+
+
+def test_a_database_made_by_the_earlier_schema_is_upgraded_in_place(pg_url):
+    PgJournal(pg_url).append("PROPOSED", "e1", {"payload_hash": "p"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # the one-entry append the earlier schema had
+        admin.execute("CREATE FUNCTION interlock_append(text, text, bigint, bigint, text, text, text, text)"
+                      " RETURNS text LANGUAGE sql AS 'SELECT NULL::text'")
+    journal = PgJournal(pg_url)
+    journal.append("DISPATCHED", "e1", {"epoch": None})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM pg_proc WHERE proname = 'interlock_append'").fetchone()[0] == 0
+    assert journal.effect("e1").kinds == ["PROPOSED", "DISPATCHED"]
+    assert verify_journal(journal.entries())["valid"]
+
+
+def test_entries_ahead_of_a_dispatch_its_guard_refused_go_with_the_refusal(pg_url):
+    journal = PgJournal(pg_url)
+    journal.append_ahead("PROPOSED", "e1", {"payload_hash": "p"})
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    with pytest.raises(GuardFailed):
+        journal.append_dispatch("e1", {"epoch": None}, [lambda: ["the premise moved"]])
+    journal.append("REFUSED", "e1", {"code": "stale_premise", "resolves": False})
+    assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "REFUSED"]
+    assert verify_journal(journal.entries())["valid"]

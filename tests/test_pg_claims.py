@@ -120,7 +120,7 @@ def test_a_released_claim_that_was_taken_over_stays_with_its_new_owner(pg_url):
     assert first.acquire("e1", wait=0) is None
     assert second.owner_of("e1")["epoch"] == current.epoch == 2
     current.release()
-    assert first.acquire("e1", wait=0).epoch == 3
+    assert first.acquire("e1", wait=1).epoch == 3  # free once the server has read the release
 
 
 def test_a_failed_guard_under_a_live_claim_writes_nothing(pg_url):
@@ -150,3 +150,40 @@ def test_a_claim_brings_its_effects_entries_and_an_append_makes_the_next_read_go
     assert claims.journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED"]
     claim.release()
     claims.close()
+
+
+_RELEASED_UNANSWERED = """
+import os, signal, sys
+from interlock.pg import PgClaims, PgJournal
+claims = PgClaims(PgJournal(sys.argv[1]), ttl=60)
+claim = claims.acquire("e1", wait=1)
+claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+claims.journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})
+assert claim.confirm()  # in a request: a holder that vanishes now keeps the claim until its lease expires
+claims.journal.append("COMMITTED", "e1", {"via": "send", "result": 1, "epoch": claim.epoch})
+claim.release()
+os.kill(os.getpid(), signal.SIGKILL)  # before anything reads the release's answer
+"""
+
+
+def test_a_release_that_was_never_answered_still_frees_the_claim(pg_url):
+    import subprocess
+    import sys
+
+    from pathlib import Path
+
+    holder = subprocess.run([sys.executable, "-c", _RELEASED_UNANSWERED, pg_url], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert holder.returncode == -9, holder.stderr
+    started = time.monotonic()
+    taken = _claims(pg_url, 60).acquire("e1", wait=5)
+    assert (taken.epoch, taken.taken) == (2, "released") and time.monotonic() - started < 1
+
+
+def test_the_next_statement_after_a_release_reads_its_answer_first(pg_url):
+    claims = _claims(pg_url, 60)
+    for epoch in (1, 2, 3):  # each acquire follows a release whose answer nobody waited for
+        claim = claims.acquire("e1", wait=0)
+        assert (claim.epoch, claim.confirm()) == (epoch, True)
+        claim.release()
+    assert claims.owner_of("e1")["released"]

@@ -1,5 +1,6 @@
 """The PostgreSQL backend: a journal with the JSONL journal's entries and chain, and claims that are leases on the
-server's clock, renewed while held, with one round trip per append, claim, confirm and release.
+server's clock, renewed while held, with one round trip per append, claim and confirm, and a release that does not
+wait for its answer.
 
 Open both with `interlock.backends.open_journal("postgresql://...")`. Needs psycopg 3 (`pip install .[postgres]`).
 """

@@ -4,7 +4,9 @@ A claim is a row (effect, epoch, holder token, expiry = server time + ttl). The 
 extends the expiry every ttl/3 while the claim is held, sends included, so a slow send keeps its claim and a
 paused or partitioned holder loses it after at most `ttl`. Right before every request the holder confirms, in
 one round trip, that its epoch still owns the effect and the lease is live; the confirm extends the lease to a
-full `ttl` and marks the claim as in a request.
+full `ttl` and marks the claim as in a request. It commits synchronously, and its flush is also the one that makes
+the holder's send (DISPATCHED, REDISPATCHED, which the journal commits without waiting under a claim) durable
+before the request; it finds that send still in the journal, or refuses.
 
 Losing the database session does not free a claim: the session is not the holder. The holder's session also
 keeps an advisory lock for its epoch, and another process takes the claim over at once only when that lock is
@@ -18,6 +20,7 @@ later write made under the old one.
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
@@ -82,6 +85,7 @@ class PgClaims:
         self._held: dict[str, PgClaim] = {}
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._unanswered = False  # a release was sent on the session and its answer not read yet
         self._run(lambda conn: None, "connect")
 
     @property
@@ -132,27 +136,39 @@ class PgClaims:
 
     def _confirm(self, claim: PgClaim) -> bool:
         began = time.monotonic()
-        row = self._run(lambda conn: conn.execute(
-            "UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s),"
-            " in_request = true WHERE effect_id = %s AND epoch = %s AND holder = %s"
-            " AND expires > clock_timestamp() RETURNING true",
-            (self.ttl, claim.effect_id, claim.epoch, claim.holder)).fetchone(),
-            f"confirm the claim on {claim.effect_id} before its request (not sent)")
+        send = self.journal.unflushed_send(claim.effect_id)
+        row = self._run(lambda conn: conn.execute(_CONFIRM, (self.ttl, claim.effect_id, claim.epoch, claim.holder,
+                                                             send, send)).fetchone(),
+                        f"confirm the claim on {claim.effect_id} before its request (not sent)")
         if row is None:
             claim.lost = True
             return False
         return time.monotonic() - began < self.ttl / RENEWALS_PER_TTL
 
     def _release(self, claim: PgClaim) -> None:
+        """Send the release and go on without its answer, which the session's next statement reads first.
+
+        The server frees the claim as soon as it reads the release, whether or not this process is there for the
+        answer, and nothing here depends on it: a release that fails leaves the claim to its lease, as one lost
+        with its session does.
+        """
         self.journal.unfence(claim.effect_id, claim.epoch)
         with self._lock:
             if self._held.get(claim.effect_id) is claim:
                 del self._held[claim.effect_id]
         try:
-            self._run(lambda conn: conn.execute("SELECT interlock_release(%s, %s, %s)",
-                                                (claim.effect_id, claim.epoch, claim.holder)), "release")
+            self._run(lambda conn: self._send(conn, _RELEASE, (claim.effect_id, str(claim.epoch), claim.holder)),
+                      "release")
         except JournalUnavailable:
             pass  # the lease runs out on its own; the session, and its lock, are gone already
+
+    def _send(self, conn: psycopg.Connection[Any], query: bytes, params: tuple[str, ...]) -> None:
+        """Send one statement on the claims session without reading its answer (caller holds _lock)."""
+        pgconn = conn.pgconn
+        pgconn.send_query_params(query, [p.encode() for p in params])
+        while pgconn.flush():  # the socket took only part of it
+            select.select([pgconn.socket], [pgconn.socket], [])
+        self._unanswered = True
 
     def _start_renewer(self) -> None:
         if self._renewer is None:
@@ -194,6 +210,9 @@ class PgClaims:
 
     def _session(self) -> psycopg.Connection[Any]:
         """The claims session; a new one takes the advisory locks of every held claim again (caller holds _lock)."""
+        if self._unanswered and self._conn is not None and not self._conn.closed:
+            self._unanswered = False
+            _drain(self._conn)  # raises, leaving the session broken, if the database went away meanwhile
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         if self._stop.is_set():
@@ -207,12 +226,30 @@ class PgClaims:
         return conn
 
 
+def _drain(conn: psycopg.Connection[Any]) -> None:
+    """Read and drop the answers of statements `PgClaims._send` sent, waiting for them if they are not in yet."""
+    pgconn = conn.pgconn
+    while True:
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        if pgconn.get_result() is None:
+            return
+
+
 def _one(cur: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     row: tuple[Any, ...] | None = cur.fetchone()
     assert row is not None, "a function call returns one row"
     return row
 
 
+# The confirm commits synchronously: its flush makes durable the in-request mark and every commit before it, the
+# holder's send (written without waiting) included, which it also checks is still there: a database that lost the
+# send in a crash, and came back before the confirm, refuses the request.
+_CONFIRM = ("UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s), in_request = true"
+            " WHERE effect_id = %s AND epoch = %s AND holder = %s AND expires > clock_timestamp()"
+            " AND (%s::text IS NULL OR EXISTS (SELECT FROM interlock_journal WHERE hash = %s)) RETURNING true")
+_RELEASE = b"SELECT interlock_release($1, $2, $3)"
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
 _RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"
            " FROM interlock_claims c JOIN unnest(%s::text[], %s::text[]) AS h(effect_id, holder)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -32,13 +33,18 @@ _guarding: ContextVar[_Guarding | None] = ContextVar("interlock_pg_guarding", de
 class PgJournal:
     """A journal in one PostgreSQL database, shared by any number of processes on any number of hosts.
 
-    An append is one round trip: `interlock_append` checks the writer's claim, takes the journal-wide lock, reads
+    An append is one round trip: `interlock_append_all` checks the writer's claim, takes the journal-wide lock, reads
     the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
-    transaction commits without waiting for the disk, which frees the lock at once.
+    transaction commits without waiting for the disk, which frees the lock at once. An entry nothing waits on
+    (the gate's PROPOSED and AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's
+    next append, in that append's transaction, so a gated effect's first three entries cost one round trip.
 
-    Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before `append` returns,
-    because its request follows; a second transaction in the send's round trip waits for the flush that covers
-    it, so sends from many sessions share their flushes. Any other entry is durable with the next flush of the
+    Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
+    claim this process holds, the send commits without waiting and the claim's confirm, which every request
+    follows, commits synchronously: its one flush covers the send and the in-request mark, and it refuses the
+    request if the send is no longer there (a database crash took it before the confirm). Any other send waits
+    before `append` returns, through a second transaction in its round trip; sends from many sessions share
+    their flushes either way. Any other entry is durable with the next flush of the
     database (any send's, any synchronous commit's, the WAL writer's within a fraction of a second), which
     covers every commit before it. What a database crash can take is then only entries after the last flush: a
     PROPOSED or AUTHORIZED proposed again, and a resolution whose send is left open, which recovery settles by
@@ -59,6 +65,8 @@ class PgJournal:
         self._epochs: dict[str, tuple[int, str]] = {}
         self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
+        self._ahead: dict[str, list[tuple[Any, ...]]] = {}  # entries as _entry lays them out
+        self._unflushed: dict[str, str] = {}
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
 
@@ -111,6 +119,20 @@ class PgJournal:
         """
         return self._append(kind, effect_id, data, ())
 
+    def append_ahead(self, kind: str, effect_id: str, data: dict[str, Any]) -> None:
+        """Append an entry nothing waits on (a PROPOSED, an AUTHORIZED) in the round trip of the effect's next
+        append, in the same transaction ahead of it, instead of in a round trip of its own.
+
+        Fenced and recognised by its token like any append; its failure (ClaimLost, JournalUnavailable) surfaces
+        at that next append, which it stops. A read of the effect, or giving its claim back, writes it first.
+        Until then no other reader sees it, and a process that dies first leaves it unwritten: no worse than a
+        crash before the append, since nothing was sent on it.
+        """
+        if kind in SENDS or kind in RESOLUTIONS:
+            raise ValueError(f"{kind} is waited on: append it")
+        self._found.pop(effect_id, None)
+        self._ahead.setdefault(effect_id, []).append(self._entry(kind, effect_id, data))
+
     def append_dispatch(self, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         """Append DISPATCHED only if every guard holds, checked in the same transaction as the write.
 
@@ -128,6 +150,7 @@ class PgJournal:
         if found is not None:
             record = _record(effect_id, found)
         else:
+            self._write_ahead(effect_id)
             record = self._read(lambda conn: _fold(conn.cursor(), effect_id), f"effect {effect_id}", effect_id)
         if record is not None and record.open_dispatch:
             self._sending.add(effect_id)
@@ -149,6 +172,7 @@ class PgJournal:
         """Every entry in seq order, or one effect's."""
         if effect_id is None:
             return [json.loads(line) for line in self.lines()]
+        self._write_ahead(effect_id)
         rows = self._read(lambda conn: conn.execute(
             "SELECT line FROM interlock_journal WHERE effect_id = %s ORDER BY seq", (effect_id,)).fetchall(),
             f"effect {effect_id}", effect_id)
@@ -194,10 +218,21 @@ class PgJournal:
         self._found[effect_id] = found
 
     def unfence(self, effect_id: str, epoch: int) -> None:
-        """The claim of `epoch` was given back."""
+        """The claim of `epoch` is being given back: entries still ahead are written first, while it is held (one
+        that cannot be, the claim lost or the database away, is left unwritten, as a crash would leave it)."""
         if self._epochs.get(effect_id, (None,))[0] == epoch:
+            try:
+                self._write_ahead(effect_id)
+            except (ClaimLost, JournalUnavailable):
+                pass
             del self._epochs[effect_id]
             self._found.pop(effect_id, None)
+            self._unflushed.pop(effect_id, None)
+
+    def unflushed_send(self, effect_id: str) -> str | None:
+        """The hash of the effect's last send if it was written under this process's claim, which commits it
+        without waiting for the disk: the claim's confirm, made right before the request, flushes it."""
+        return self._unflushed.get(effect_id)
 
     def _session(self) -> psycopg.Connection[Any]:
         if self._conn.closed or self._conn.broken:
@@ -217,23 +252,43 @@ class PgJournal:
                 raise ClaimLost(_first_line(exc)) from None
             raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
 
+    def _entry(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[Any, ...]:
+        """(kind, epoch, token, body, late body): one entry as `interlock_append_all` takes it."""
+        return (kind, data.get("epoch"), *_templates(kind, effect_id, plain(data)))
+
+    def _params(self, effect_id: str, entries: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+        """The arguments of `interlock_append_all`, fenced on this process's claim of the effect."""
+        fence, holder = self._epochs.get(effect_id, (None, None))
+        kinds, epochs, tokens, bodies, lates = zip(*entries)
+        return (effect_id, *kinds, *epochs, fence, holder, *tokens, *bodies, *lates)
+
+    def _write_ahead(self, effect_id: str) -> None:
+        """Write the effect's entries still ahead, in one round trip, if any."""
+        ahead = self._ahead.pop(effect_id, None)
+        if ahead:
+            params = self._params(effect_id, ahead)
+            self._guarded(lambda: self._session().execute(_append_all(len(ahead)), params),
+                          f"{ahead[-1][0]} for effect {effect_id} may not be written", self._sent(ahead[-1][0], effect_id))
+
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        token, body, late_body = _templates(kind, effect_id, plain(data))
-        epoch, holder = self._epochs.get(effect_id, (None, None))
-        params = (effect_id, kind, data.get("epoch"), epoch, holder, token, body, late_body)
-        durable = kind in SENDS
+        entries = [*self._ahead.get(effect_id, []), self._entry(kind, effect_id, data)]
+        params = self._params(effect_id, entries)
+        append_all = _append_all(len(entries))
+        waits = kind in SENDS and effect_id not in self._epochs  # a claimed effect's send: the confirm flushes it
 
         def attempt() -> Any:
             conn = self._session()
-            if not durable:  # one prepared statement, committed without waiting for the disk (see the class)
-                return conn.execute(_APPEND, params).fetchone()
             cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
-                if guards and _check(conn, guards):  # the guards' row locks are held to this append's commit
-                    cur.execute(_APPEND_DURABLE, params)
-                else:
-                    cur.execute("BEGIN; " + _APPEND_DURABLE, params)
-                    cur.nextset()
+                begun = bool(guards) and _check(conn, guards)  # their row locks are held to this append's commit
+                if waits:
+                    cur.execute(("" if begun else "BEGIN; ") + append_all + _FLUSHED, params)
+                    if not begun:
+                        cur.nextset()
+                elif begun:
+                    cur.execute(append_all + "; COMMIT", params)
+                else:  # one prepared statement, committed without waiting for the disk
+                    return conn.execute(append_all, params).fetchone()
             except BaseException:
                 if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute("ROLLBACK")
@@ -242,9 +297,12 @@ class PgJournal:
 
         self._found.pop(effect_id, None)
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
+        self._ahead.pop(effect_id, None)  # written; a guard that failed leaves them for the effect's next append
         entry: dict[str, Any] = loads(row[0])
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
+            if not waits:
+                self._unflushed[effect_id] = entry["hash"]
         elif entry["kind"] in RESOLUTIONS:
             self._sending.discard(effect_id)
         return entry
@@ -254,12 +312,20 @@ class PgJournal:
         return None if kind in RESOLUTIONS or effect_id in self._sending else False
 
 
-# An append commits without waiting for the disk, which frees the journal-wide lock at once. A send's append is
-# followed, in the same round trip, by a transaction that writes one WAL record and commits synchronously: its
-# flush covers the append committed just before it, so concurrent sends share flushes while none holds the lock
-# across one, or across a round trip.
-_APPEND = "SELECT interlock_append(%s, %s, %s, %s, %s, %s, %s, %s)"
-_APPEND_DURABLE = _APPEND + "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
+# An append commits without waiting for the disk, which frees the journal-wide lock at once. A send's append
+# outside a claim is followed, in the same round trip, by a transaction that writes one WAL record and commits
+# synchronously: its flush covers the append committed just before it, so concurrent sends share flushes while
+# none holds the lock across one, or across a round trip. Under a claim the confirm's flush does it (PgClaims).
+@functools.cache
+def _append_all(entries: int) -> str:
+    """`interlock_append_all` of this many entries, each array built from one parameter per entry: psycopg binds
+    plain values at a fraction of the cost of lists."""
+    column = "ARRAY[" + ", ".join(["%s"] * entries) + "]"
+    return (f"SELECT interlock_append_all(%s, {column}::text[], {column}::bigint[], %s, %s, {column}::text[],"
+            f" {column}::text[], {column}::text[])")
+
+
+_FLUSHED = "; COMMIT; SELECT pg_logical_emit_message(true, 'interlock', 'flush')"
 _PLACED = ("seq", "ts", "prev", "effect_prev")  # and the hash, which the database appends to the line
 
 
@@ -278,7 +344,6 @@ def _templates(kind: str, effect_id: str, data: dict[str, Any]) -> tuple[str, st
 def _body(kind: str, effect_id: str, data: dict[str, Any], token: str, *, late: bool) -> str:
     entry = unsealed(kind, effect_id, data, seq=None, ts=None, prev=None, effect_prev=None, late=late)
     entry.update({name: f"{token}{name}" for name in _PLACED})
-    entry.pop("hash", None)
     return canonical_bytes(entry).decode()
 
 

@@ -129,19 +129,21 @@ BEGIN
     PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
 END $$;
 
--- Append one entry. The client sends the entry's canonical body with placeholders for what only the database
--- decides (seq, ts, prev, effect_prev) and, for a resolution, the LATE_RESULT form as well; the stored line is
--- the body with the hash as its last field. The journal-wide lock is taken last and held only to the commit,
--- which does not wait for the disk: a send's caller follows it with a synchronous transaction in the same round
--- trip (see PgJournal).
+-- Append entries of one effect, in order, in the caller's transaction. The client sends each entry's canonical
+-- body with placeholders for what only the database decides (seq, ts, prev, effect_prev) and, for a resolution,
+-- the LATE_RESULT form as well; the stored line is the body with the hash as its last field. The claim is checked
+-- and the journal-wide lock taken once for all of them, the lock last and held only to the commit, which does not
+-- wait for the disk (see PgJournal). Returns the last entry's line.
 DROP FUNCTION IF EXISTS interlock_append(text, text, bigint, bigint, text, text, text, text, text, text);
-CREATE OR REPLACE FUNCTION interlock_append(p_effect text, p_kind text, p_epoch bigint, p_fence bigint,
-                                            p_holder text, p_token text, p_body text, p_late_body text)
-                                            RETURNS text
+DROP FUNCTION IF EXISTS interlock_append(text, text, bigint, bigint, text, text, text, text);
+CREATE OR REPLACE FUNCTION interlock_append_all(p_effect text, p_kinds text[], p_epochs bigint[], p_fence bigint,
+                                                p_holder text, p_tokens text[], p_bodies text[],
+                                                p_late_bodies text[]) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     v_current interlock_claims%ROWTYPE;
-    v_late    boolean := false;
+    v_fenced  boolean := false;
+    v_late    boolean;
     v_seq     bigint;
     v_prev    text;
     v_eprev   text;
@@ -149,46 +151,57 @@ DECLARE
     v_body    text;
     v_line    text;
     v_hash    text;
+    v_token   text;
 BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);  -- a send's caller waits for the flush (see PgJournal)
+    PERFORM set_config('synchronous_commit', 'off', true);  -- a send's flush comes after (see PgJournal)
     IF p_fence IS NOT NULL THEN
         SELECT * INTO v_current FROM interlock_claims WHERE effect_id = p_effect FOR SHARE;
         IF v_current.epoch IS DISTINCT FROM p_fence OR v_current.holder IS DISTINCT FROM p_holder THEN
-            IF p_late_body IS NULL THEN
-                RAISE EXCEPTION 'effect %: claim epoch % was taken over by epoch %; % not written',
-                    p_effect, p_fence, v_current.epoch, p_kind USING ERRCODE = '{CLAIM_LOST}';
-            END IF;
-            v_late := true;
+            FOR i IN 1 .. cardinality(p_kinds) LOOP
+                IF p_late_bodies[i] IS NULL THEN
+                    RAISE EXCEPTION 'effect %: claim epoch % was taken over by epoch %; % not written',
+                        p_effect, p_fence, v_current.epoch, p_kinds[i] USING ERRCODE = '{CLAIM_LOST}';
+                END IF;
+            END LOOP;
+            v_fenced := true;
         END IF;
     END IF;
     PERFORM pg_advisory_xact_lock({LOCK_SPACE}, {APPEND_LOCK});  -- the journal-wide lock, to this commit
-    SELECT line INTO v_line FROM interlock_journal WHERE effect_id = p_effect AND token = p_token;
+    SELECT line INTO v_line FROM interlock_journal
+     WHERE effect_id = p_effect AND token = p_tokens[cardinality(p_tokens)];
     IF FOUND THEN
-        RETURN v_line;  -- a retry of an append that was stored before its answer was lost
+        RETURN v_line;  -- a retry of entries stored (in one transaction) before their answer was lost
     END IF;
     SELECT seq, hash INTO v_seq, v_prev FROM interlock_journal ORDER BY seq DESC LIMIT 1;
-    v_seq := coalesce(v_seq + 1, 0);
+    v_seq := coalesce(v_seq, -1);
     SELECT hash INTO v_eprev FROM interlock_journal WHERE effect_id = p_effect ORDER BY seq DESC LIMIT 1;
-    IF p_late_body IS NOT NULL AND NOT v_late THEN
-        v_late := EXISTS (SELECT 1 FROM interlock_journal
-                           WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
-                             AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false');
-    END IF;
-    v_body := CASE WHEN v_late THEN p_late_body ELSE p_body END;
-    v_ts := trim_scale(extract(epoch FROM clock_timestamp()))::text;
-    IF position('.' IN v_ts) = 0 THEN
-        v_ts := v_ts || '.0';
-    END IF;
-    v_body := replace(replace(replace(replace(v_body,
-        '"' || p_token || 'seq"', v_seq::text),
-        '"' || p_token || 'ts"', v_ts),
-        '"' || p_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
-        '"' || p_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null'));
-    v_hash := encode(sha256(convert_to(v_body, 'UTF8')), 'hex');
-    v_line := left(v_body, -1) || ',"hash":"' || v_hash || '"}}' || chr(10);
-    INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, token, line)
-         VALUES (v_seq, p_effect, CASE WHEN v_late THEN 'LATE_RESULT' ELSE p_kind END, v_prev, v_eprev, v_hash,
-                 p_epoch, p_token, v_line);
+    FOR i IN 1 .. cardinality(p_kinds) LOOP
+        v_token := p_tokens[i];
+        v_seq := v_seq + 1;
+        v_late := v_fenced;
+        IF p_late_bodies[i] IS NOT NULL AND NOT v_late THEN
+            v_late := EXISTS (SELECT 1 FROM interlock_journal
+                               WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
+                                 AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false');
+        END IF;
+        v_body := CASE WHEN v_late THEN p_late_bodies[i] ELSE p_bodies[i] END;
+        v_ts := trim_scale(extract(epoch FROM clock_timestamp()))::text;
+        IF position('.' IN v_ts) = 0 THEN
+            v_ts := v_ts || '.0';
+        END IF;
+        v_body := replace(replace(replace(replace(v_body,
+            '"' || v_token || 'seq"', v_seq::text),
+            '"' || v_token || 'ts"', v_ts),
+            '"' || v_token || 'prev"', coalesce(to_json(v_prev)::text, 'null')),
+            '"' || v_token || 'effect_prev"', coalesce(to_json(v_eprev)::text, 'null'));
+        v_hash := encode(sha256(convert_to(v_body, 'UTF8')), 'hex');
+        v_line := left(v_body, -1) || ',"hash":"' || v_hash || '"}}' || chr(10);
+        INSERT INTO interlock_journal (seq, effect_id, kind, prev, effect_prev, hash, epoch, token, line)
+             VALUES (v_seq, p_effect, CASE WHEN v_late THEN 'LATE_RESULT' ELSE p_kinds[i] END, v_prev, v_eprev,
+                     v_hash, p_epochs[i], v_token, v_line);
+        v_prev := v_hash;
+        v_eprev := v_hash;
+    END LOOP;
     RETURN v_line;
 END $$;
 """
