@@ -1,18 +1,17 @@
 """Claims: exactly one process dispatches or recovers an effect at a time, and a stopped one loses its turn.
 
-On one host a claim is one file per effect, `<effect>.lock`: an flock on it, held for the life of the send, and
-the owner record it holds (epoch, pid, host, when last renewed), read and rewritten under a short byte-range lock
-of its own (an open-file-description lock, which Linux keeps apart from the flock), so a claim creates one file,
-not two. The kernel drops the flock the instant its owner dies, so recovery after a SIGKILL takes the claim in
-milliseconds. A process that is alive but stopped
-(SIGSTOP, a debugger, a hung machine) keeps its flock, so liveness is bounded too: a background thread renews the
-owner record of every held claim, and a waiter takes over a claim whose record was not renewed for `ttl` seconds,
-flock or not. Each acquisition bumps the fencing epoch; `confirm()`, called right before every request, answers
-False once the epoch was superseded (or is about to be), so a sender that wakes after losing its claim does not
-send. What remains is a sender stopped between its confirm and its request for longer than `ttl`: only a
-service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says when its
-holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a holder
-which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims
+On one host a claim is one file per effect, `<effect>.lock`: an flock on it, held for the life of the send, and the
+owner record it holds (epoch, pid, host, when last renewed), read and rewritten under a short byte-range lock of its
+own (an open-file-description lock, which Linux keeps apart from the flock), so a claim creates one file, not two.
+The kernel drops the flock the instant its owner dies, so recovery after a SIGKILL takes the claim in milliseconds.
+A process that is alive but stopped (SIGSTOP, a debugger, a hung machine) keeps its flock, so liveness is bounded
+too: a background thread renews the owner record of every held claim, and a waiter takes over a claim whose record
+was not renewed for `ttl` seconds, flock or not. Each acquisition bumps the fencing epoch; `confirm()`, called right
+before every request, answers False once the epoch was superseded (or is about to be), so a sender that wakes after
+losing its claim does not send. What remains is a sender stopped between its confirm and its request for longer than
+`ttl`: only a service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says
+when its holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a
+holder which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims
 shared across hosts need a store with its own clock: see `interlock.pg`.
 """
 
