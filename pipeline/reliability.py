@@ -78,6 +78,21 @@ class Retried:
 
 
 @dataclass(frozen=True)
+class RunAt:
+    """The code a result file was made by and the claims its workers held, as its provenance records them."""
+
+    commit: str
+    dirty: bool  # the work tree had changes the commit does not hold
+    claim_ttl_seconds: float | None = None
+    claim_where: str = ""  # whose claims those are (untrusted text)
+
+    @property
+    def short(self) -> str:
+        """The commit as git abbreviates it."""
+        return self.commit[:8]
+
+
+@dataclass(frozen=True)
 class Exploration:
     """One explore_<scenario>.json."""
 
@@ -98,6 +113,7 @@ class Exploration:
     hazard_effects: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
     retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
+    run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -135,6 +151,7 @@ class Tamper:
     misses: int
     torn_tail: tuple[tuple[str, int], ...]
     sigkill_mid_append: tuple[tuple[str, int], ...]
+    run_at: RunAt | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +215,19 @@ def exploration(path: Path, shown: str) -> Exploration:
         hazard_effects=_effects(top.opt_node("hazard_effects")),
         planned=seeds.get("planned", "integer") if stopped else None,
         retried=_retried(top.opt_node("harness_retried")),
+        run_at=run_at(top.opt_node("provenance")),
     )
+
+
+def run_at(provenance: Node | None) -> RunAt | None:
+    """The commit and claim settings a result file's provenance records; None when it names no commit."""
+    commit = provenance.opt("commit", "string") if provenance is not None else None
+    if provenance is None or commit is None:
+        return None
+    claim = provenance.opt_node("claim")
+    return RunAt(commit, provenance.opt("commit_dirty", "boolean", False),
+                 claim.opt("claim_ttl_seconds", "number") if claim is not None else None,
+                 claim.opt("where", "string", "") if claim is not None else "")
 
 
 def _retried(node: Node | None) -> tuple[Retried, ...]:
@@ -228,6 +257,7 @@ def tamper(path: Path, shown: str) -> Tamper:
         source=shown, generated=top.get("generated", "string"), covers=top.opt("covers", "string", ""),
         kinds=kinds, totals=_mutants(top.at("totals"), "all", "every kind"), misses=len(top.at("misses").items()),
         torn_tail=_counts(top.opt_node("torn_tail")), sigkill_mid_append=_counts(top.opt_node("sigkill_mid_append")),
+        run_at=run_at(top.opt_node("provenance")),
     )
 
 

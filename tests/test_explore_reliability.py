@@ -85,3 +85,27 @@ def test_a_retried_run_without_its_first_failure_names_the_file_and_the_field(tm
     _write(tmp_path, "explore_ledger_sigstop.json", data)
     with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*first_failure"):
         reliability(tmp_path)
+
+
+def test_each_exploration_names_the_commit_and_claims_it_ran_with_and_escapes_whose_claims(tmp_path):
+    from pipeline.render import render_site
+
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["provenance"] = {"commit": "0c68c4223b6f8e2a0c6bd5c7a1a4f9e0d2b7c111", "commit_dirty": True,
+                          "claim": {"claim_ttl_seconds": 1.5, "where": "<b>the ledger worker</b>"}}
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    _write(tmp_path, "explore_ledger.json", _summary("ledger", "crash", "jsonl"))
+    found = reliability(tmp_path)
+    docs = tmp_path / "docs"
+    render_site([], {}, docs, found)
+    page = (docs / "reliability.md").read_text()
+    assert "Run at commit <code>0c68c422</code> with changes the commit does not hold; claims lasting 1.5 s" in page
+    assert "<b>" not in page and "The file records no commit." in page
+
+
+def test_a_commit_that_is_not_a_string_names_the_file_and_the_field(tmp_path):
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["provenance"] = {"commit": 12}
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*commit"):
+        reliability(tmp_path)
