@@ -6,7 +6,8 @@ journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED
 confirm of the claim right before the send and a release. Both backends keep one durability contract: the send's
 entry is on disk before its request (fsync; on PostgreSQL the confirm's synchronous commit, whose flush covers the
 DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the workers spent per effect
-(the database server's is not in it). Worker counts are interleaved between the backends, round after round, and
+and, apart, the database server's: every server process, counted over the whole run, so the warm-up effects it
+served are divided in and its sessions' start-up is in it. Worker counts are interleaved between the backends, round after round, and
 each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
 says how busy it was.
 
@@ -35,7 +36,7 @@ from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 
 from ._results import against
-from ._throughput import Call, Run, expect, run_workers
+from ._throughput import WARMUP, Call, Run, expect, run_workers
 
 WORKERS = (1, 4, 16)
 EFFECTS = 960  # per run, split evenly between the workers: 60 each at 16, about 1 s of one worker at 1
@@ -59,6 +60,25 @@ def _throughput(address: str, workers: int, run: str, ttl: float = 30.0) -> floa
 
 def _run(address: str, workers: int, run: str, ttl: float = 30.0) -> Run:
     return run_workers(submitter, (address, ttl), workers, EFFECTS, run)
+
+
+def server_cpu_seconds(data: Path) -> float:
+    """CPU seconds spent so far by the PostgreSQL server whose data folder is `data`: the postmaster's own, every
+    process it started that still runs, and (in the postmaster's children's totals) every one that ended."""
+    postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    ticks = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while the folder was read
+            continue
+        if int(entry.name) == postmaster:
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, and its waited-for children's
+        elif int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
@@ -164,10 +184,14 @@ def run() -> dict[str, Any]:
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
         backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
         runs: dict[tuple[str, int], list[Run]] = {(b, n): [] for b in backends for n in WORKERS}
+        served: dict[int, list[float]] = {n: [] for n in WORKERS}  # the server's CPU seconds per effect it served
         for i in range(REPEATS):  # every worker count and backend once per round, so drift falls on all alike
             for n in WORKERS:
                 for backend, address in backends.items():
+                    before = server_cpu_seconds(cluster.data)
                     runs[backend, n].append(_run(address, n, f"{backend}-{n}-{i}"))
+                    if backend == "postgresql":
+                        served[n].append((server_cpu_seconds(cluster.data) - before) / (EFFECTS + WARMUP * n))
         rates = {b: {n: round(statistics.median(r.effects_per_second for r in runs[b, n]), 1) for n in WORKERS}
                  for b in backends}
         for backend in backends:
@@ -176,6 +200,8 @@ def run() -> dict[str, Any]:
                 out[f"{backend}_worker_cpu_ms_per_effect_{n}_workers"] = round(
                     statistics.median(r.cpu_seconds_per_effect for r in runs[backend, n]) * 1000, 3)
                 out[f"{backend}_scaling_{n}_workers"] = round(rates[backend][n] / rates[backend][1], 2)
+        for n in WORKERS:  # warm-up effects and the sessions' start included: the server serves those too
+            out[f"postgresql_server_cpu_ms_per_effect_{n}_workers"] = round(statistics.median(served[n]) * 1000, 3)
         for n in WORKERS:
             out[f"postgresql_vs_jsonl_{n}_workers"] = round(rates["postgresql"][n] / rates["jsonl"][n], 2)
         pg = backends["postgresql"]

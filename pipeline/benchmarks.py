@@ -45,7 +45,8 @@ DESCRIPTIONS: dict[str, Description] = {
         "PostgreSQL journal and claims beside the JSONL journal",
         "Effects per second as concurrent workers grow, on each journal backend under one durability contract (a "
         "send on disk before its request, every other entry with the next flush), the CPU time the workers spend "
-        "per effect (the database server's not counted), and how soon another worker takes over an effect whose "
+        "per effect and, apart, the PostgreSQL server's (every server process over the whole run, its sessions' "
+        "start-up and the warm-up effects included), and how soon another worker takes over an effect whose "
         "holder was SIGKILLed or stopped.",
         pivots=(("by concurrent workers", r"^(?P<col>.+)_(?P<row>\d+)_workers$", "workers"),),
         charts=(("by concurrent workers", r"effects_per_second"),)),

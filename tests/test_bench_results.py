@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 
 import pytest
 
@@ -109,3 +110,17 @@ def test_the_unread_set_up_checks_no_other_writers_line_and_still_makes_every_ef
     assert len(lines) == 4 * (40 + 2 * 10)  # every effect's four entries, warm-up included, in one chain
     assert [json.loads(line)["seq"] for line in lines] == list(range(len(lines)))
     assert verify_journal(lines)["valid"]  # each writer still chained to the head it moved to
+
+
+def test_the_servers_cpu_counts_the_work_of_a_session_that_already_ended():
+    import psycopg
+
+    from bench.pg import server_cpu_seconds
+    from experiments.services.postgres import TempCluster
+
+    with TempCluster() as cluster:
+        before = server_cpu_seconds(cluster.data)
+        with psycopg.connect(cluster.url) as conn:  # a session that computes, then ends before the second look
+            conn.execute("SELECT count(*) FROM generate_series(1, 3000000)").fetchone()
+        time.sleep(0.5)  # the postmaster waits for the ended session, which moves its time to the children's totals
+        assert server_cpu_seconds(cluster.data) - before > 0.05
