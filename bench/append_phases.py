@@ -94,7 +94,7 @@ def phased_submitter(folder: str, own: bool, share: int, unread: bool, worker: i
 
     def counted(journal: Journal, batch: list[bytes], witnessed: Any) -> int:
         if unread and witnessed is None:
-            return _moved_past(journal, batch, witnessed)
+            return _moved_past(journal, batch)
         taken = take_lines(journal, batch, witnessed)
         totals["lines"] += taken
         return taken
@@ -117,7 +117,7 @@ def phased_submitter(folder: str, own: bool, share: int, unread: bool, worker: i
     return phased
 
 
-def _moved_past(journal: Any, batch: list[bytes], witnessed: Any) -> int:
+def _moved_past(journal: Any, batch: list[bytes]) -> int:
     """The `unread` stand-in for `Journal._take_lines`: move the head past each line, taking its seq and hash from
     where the journal lays them out, with nothing parsed, checked or folded. Only the lines of other writers come
     here (a writer folds its own line itself), and never at open (`witnessed` is then given)."""

@@ -5,10 +5,10 @@ Every worker submits its own effects (tier 1, a send that only returns its evide
 journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a
 confirm of the claim right before the send and a release. Both backends keep one durability contract: the send's
 entry is on disk before its request (fsync; on PostgreSQL the confirm's synchronous commit, whose flush covers the
-DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the workers spent per effect
-and, apart, the database server's: every server process, counted over the whole run, so the warm-up effects it
-served are divided in and its sessions' start-up is in it. Worker counts are interleaved between the backends, round after round, and
-each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
+DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the
+workers spent per effect and, apart, the database server's: every server process, counted over the whole run, so
+the warm-up effects it served are divided in and its sessions' start-up is in it. Worker counts are interleaved
+between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
 says how busy it was.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside

@@ -221,8 +221,7 @@ def exploration(path: Path, shown: str) -> Exploration:
 
 def run_at(provenance: Node | None) -> RunAt | None:
     """The commit and claim settings a result file's provenance records; None when it names no commit."""
-    commit = provenance.opt("commit", "string") if provenance is not None else None
-    if provenance is None or commit is None:
+    if provenance is None or (commit := provenance.opt("commit", "string")) is None:
         return None
     claim = provenance.opt_node("claim")
     return RunAt(commit, provenance.opt("commit_dirty", "boolean", False),
