@@ -35,7 +35,15 @@ def main(names: list[str]) -> int:
         numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
         write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict())
         print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
+        for line in targets_said(name, numbers.get("targets", {})):
+            print(line)
     return 0
+
+
+def targets_said(name: str, targets: dict[str, dict[str, object]]) -> list[str]:
+    """One line per target of a benchmark: the figure measured in this run beside it, on this many cores."""
+    return [f"target {name}.{figure}: measured {t['measured']}, target {t['target']}: "
+            f"{'met' if t['met'] else 'MISSED'} ({os.cpu_count()} cores)" for figure, t in targets.items()]
 
 
 if __name__ == "__main__":

@@ -3,17 +3,21 @@
 A small description per file gives its title, why it is measured, figures that pivot into a table (one row per
 worker count, say) and the numbers worth a chart; any key the description does not name is still shown, its unit
 read from its name (`_ms`, `_seconds`, `_per_second`, `_ratio`, ...). A file with no description is shown the
-same way under its own name, so new benchmark files and new keys need no change here."""
+same way under its own name, so new benchmark files and new keys need no change here.
+
+A file's `targets` (figure name -> measured, target such as ">= 1.5", met) are judged again here from the measured
+figure and the stated relation; where the stored `met` says otherwise, the page and `make results` say so."""
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .load import read
+from .load import Node, read
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ _UNITS: tuple[tuple[str, str], ...] = (
     (r"(^|_)(seconds|s)($|_)", "s"),
     (r"per_(cpu_)?second", "per s"),
     (r"(^|_)bytes($|_)", "bytes"),
+    (r"(^|_)mb($|_)", "MB"),
     (r"ratio|_over_|_vs_|scaling", "×"),
 )
 
@@ -98,6 +103,33 @@ class Table:
     chart_unit: str
 
 
+_RELATION = re.compile(r"^(>=|<=|<|>) ?(-?[0-9]+(?:\.[0-9]+)?)$")
+_HOLDS = {">=": operator.ge, "<=": operator.le, "<": operator.lt, ">": operator.gt}
+_WORDS = {">=": "at least", "<=": "at most", "<": "under", ">": "over"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target a benchmark file states, judged again from the figure measured beside it."""
+
+    figure: str  # the name of the figure the target is on
+    measured: float
+    target: str  # the relation and the bound, as stored: ">= 1.5"
+    words: str  # the same in words: "at least 1.5"
+    met: bool  # judged here
+    stored_met: bool  # as the file says
+
+    @property
+    def shown(self) -> str:
+        """The measured figure as the tables show figures, with the unit its name states."""
+        return value(self.measured) + _suffix(self.figure)
+
+    @property
+    def disagrees(self) -> bool:
+        """The file's own verdict on this target is not the one its figures give."""
+        return self.met != self.stored_met
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark file, laid out."""
@@ -108,6 +140,13 @@ class Benchmark:
     why: str
     tables: tuple[Table, ...]
     figures: Mapping[str, str] = field(default_factory=dict)  # each top-level figure, formatted, for a sentence
+    targets: tuple[Target, ...] = ()
+    cores: int | None = None  # of the machine the file was measured on
+
+    def disagreements(self) -> list[str]:
+        """One line per target whose stored verdict the measured figure contradicts."""
+        return [f"{self.source}: targets.{t.figure}: stored met {str(t.stored_met).lower()}, but {value(t.measured)} "
+                f"{t.target} {'holds' if t.met else 'does not hold'}" for t in self.targets if t.disagrees]
 
 
 def unit(key: str) -> str:
@@ -115,7 +154,7 @@ def unit(key: str) -> str:
     return next((u for pattern, u in _UNITS if re.search(pattern, key)), "")
 
 
-_UNIT_WORDS = {"ms": {"ms"}, "s": {"s", "seconds"}, "bytes": {"bytes"}}
+_UNIT_WORDS = {"ms": {"ms"}, "s": {"s", "seconds"}, "bytes": {"bytes"}, "MB": {"mb"}}
 
 
 def label(key: str) -> str:
@@ -138,6 +177,12 @@ def value(item: Any) -> str:
     if isinstance(item, list):
         return ", ".join(value(i) for i in item)
     return str(item)
+
+
+def _suffix(key: str) -> str:
+    """The unit a figure's name states, as it follows a number: "1.5×", "0.5 s"."""
+    found = unit(key)
+    return found if found in ("", "×") else f" {found}"
 
 
 def _flat(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -168,9 +213,28 @@ def _table(title: str, row_word: str, rows: Sequence[tuple[str, Mapping[str, Any
     return Table(title, head, body, numbers, units.pop() if len(units) == 1 else "")
 
 
-def layout(name: str, data: Mapping[str, Any], source: str) -> Benchmark:
+def targets(file: Node) -> tuple[Target, ...]:
+    """The targets a benchmark file states, each judged again from its measured figure and relation."""
+    stated = file.opt_node("targets")
+    if stated is None:
+        return ()
+    found = []
+    for figure in stated.expect("object"):
+        item = stated.at(figure)
+        measured, relation = item.get("measured", "number"), item.get("target", "string")
+        if not (match := _RELATION.match(relation)):
+            raise item.at("target").bad(f"expected a relation and a number, such as '>= 1.5', got {relation!r}")
+        sign, bound = match[1], float(match[2])
+        found.append(Target(figure, measured, relation, f"{_WORDS[sign]} {value(bound)}{_suffix(figure)}",
+                            _HOLDS[sign](measured, bound), item.get("met", "boolean")))
+    return tuple(found)
+
+
+def layout(name: str, data: Mapping[str, Any], source: str, judged: tuple[Target, ...] = (),
+           cores: int | None = None) -> Benchmark:
     """One benchmark file as tables: pivots first, then each list of rows and object of objects, then every other
-    figure in one table of its own."""
+    figure in one table of its own; its `judged` targets apart, not as stored."""
+    data = {k: v for k, v in data.items() if k != "targets"}
     about = DESCRIPTIONS.get(name, Description(name.replace("_", " "), "As `make bench` stored it."))
     charts = dict(about.charts)
     scalars = {k: v for k, v in data.items() if not isinstance(v, (Mapping, list)) or
@@ -198,10 +262,18 @@ def layout(name: str, data: Mapping[str, Any], source: str) -> Benchmark:
         tables.append(Table("figures", ("figure", "value"), tuple((label(k), value(v)) for k, v in scalars.items()),
                             {}, ""))
     figures = {k: value(v) for k, v in data.items() if not isinstance(v, (Mapping, list))}
-    return Benchmark(name, source, about.title, about.why, tuple(tables), figures)
+    return Benchmark(name, source, about.title, about.why, tuple(tables), figures, judged, cores)
 
 
 def benchmarks(folder: Path, shown: str = "results/bench") -> tuple[Benchmark, ...]:
     """Every results/bench/*.json, in name order; none is fine."""
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    return tuple(layout(path.stem, read(path).expect("object"), f"{shown}/{path.name}") for path in files)
+    files = [(path, read(path)) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return tuple(layout(path.stem, file.expect("object"), f"{shown}/{path.name}", targets(file), _cores(file))
+                 for path, file in files)
+
+
+def _cores(file: Node) -> int | None:
+    """The core count of the machine a benchmark file was measured on, as its provenance records it."""
+    provenance = file.opt_node("provenance")
+    machine = provenance.opt_node("machine") if provenance is not None else None
+    return machine.opt("cores", "integer") if machine is not None else None

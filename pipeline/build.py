@@ -105,6 +105,11 @@ def result_files(folder: Path = RESULTS) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
+def _shown(path: Path) -> str:
+    """A path as printed: from the repository's root when it is inside it."""
+    return str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Build the site; bad input is one line naming file and JSON path, and exit status 2."""
     parser = argparse.ArgumentParser(prog="python -m pipeline build", description=__doc__)
@@ -120,13 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildFailed as exc:
         print(f"error: mkdocs: {exc}", file=sys.stderr)
         return 1
-    shown = site.relative_to(REPO) if site.is_relative_to(REPO) else site
     found: list[Disagreement] = [d for s in judged for d in s.disagreements]
     for disagreement in found:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
+    targets = [line for bench in benchmarks(BENCH, _shown(BENCH)) for line in bench.disagreements()]
+    for line in targets:
+        print(f"disagreement: {line}", file=sys.stderr)
     published = len(judged) - len(files)
-    print(f"site built in {shown}/ from {len(files)} result file(s) and {published} published run(s), re-judged; "
-          f"{len(found)} stored verdict(s) disagree with the derived ones")
+    print(f"site built in {_shown(site)}/ from {len(files)} result file(s) and {published} published run(s), "
+          f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(targets)} benchmark "
+          "target(s) disagree with their figures")
     print("serve it with `make serve` and open http://127.0.0.1:8000/")
     return 0
 

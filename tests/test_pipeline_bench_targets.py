@@ -1,0 +1,91 @@
+"""Benchmark targets are judged again from the figures beside them, gathered on the methodology page, and a file
+whose own verdict disagrees is said loudly: on the page and by `make results`."""
+
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.__main__ import targets_said
+from bench._results import against
+from pipeline.benchmarks import benchmarks
+from pipeline.build import build
+from pipeline.load import BadInput
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench(folder: Path, name: str, targets: dict, cores: int = 2) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps({"figure_ms": 1.5, "targets": targets,
+                                                     "provenance": {"machine": {"cores": cores}}}))
+
+
+def test_a_target_is_judged_again_from_its_measured_figure_and_a_stored_verdict_it_contradicts_is_named(tmp_path):
+    _bench(tmp_path, "gate", {"scaling": {"measured": 0.94, "target": ">= 1.5", "met": True},
+                              "open_seconds": {"measured": 0.005, "target": "< 0.5", "met": True}})
+    (bench,) = benchmarks(tmp_path, "results/bench")
+    scaling, opening = bench.targets
+    assert (scaling.met, scaling.stored_met, scaling.disagrees, scaling.words) == (False, True, True, "at least 1.5×")
+    assert (opening.met, opening.disagrees, opening.words) == (True, False, "under 0.5 s")
+    assert bench.disagreements() == ["results/bench/gate.json: targets.scaling: stored met true, but 0.94 >= 1.5 "
+                                     "does not hold"]
+    assert all(table.title != "targets" for table in bench.tables)  # shown judged, never as stored
+
+
+def test_the_verdict_a_bench_stores_is_the_one_the_pipeline_gives_again(tmp_path):
+    stated = {"low": against(0.94, ">=", 1.5), "high": against(2.0, ">=", 1.5), "fast": against(0.2, "<=", 0.2),
+              "under": against(9.99, "<", 10.0)}
+    _bench(tmp_path, "mixed", stated)
+    (bench,) = benchmarks(tmp_path)
+    assert [t.met for t in bench.targets] == [False, True, True, True] and not bench.disagreements()
+
+
+@pytest.mark.parametrize("target, field", [({"measured": 1.0, "target": "about 1.5", "met": True}, "scaling.target"),
+                                           ({"measured": "fast", "target": ">= 1.5", "met": True}, "scaling.measured"),
+                                           ({"measured": 1.0, "target": ">= 1.5"}, "scaling.met")])
+def test_a_target_that_cannot_be_judged_is_bad_input_naming_the_file_and_the_field(tmp_path, target, field):
+    _bench(tmp_path, "gate", {"scaling": target})
+    with pytest.raises(BadInput) as raised:
+        benchmarks(tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'gate.json'}: targets.{field}: ")
+
+
+def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a_disagreeing_file(tmp_path,
+                                                                                                 monkeypatch):
+    import pipeline.build as build_module
+
+    folder = tmp_path / "bench"
+    _bench(folder, "gate", {"jsonl_scaling_16_workers": {"measured": 0.94, "target": ">= 1.5", "met": True}})
+    _bench(folder, "pg", {"postgresql_vs_jsonl_1_workers": against(0.64, ">=", 0.5)})
+    monkeypatch.setattr(build_module, "BENCH", folder)
+    page = html.unescape((build([], tmp_path / "out") / "methodology" / "index.html").read_text())
+    assert "1 of 2 targets met in the committed runs, measured on a machine with 2 cores" in page
+    assert "jsonl_scaling_16_workers</code></td><td data-label=\"measured\">0.94×</td>" in page
+    assert "<td data-label=\"met\">no (the file says yes)</td>" in page
+    assert "<td data-label=\"target\">at least 0.5×</td><td data-label=\"met\">yes</td>" in page
+
+
+def test_make_results_prints_each_bench_target_whose_stored_verdict_disagrees(tmp_path):
+    folder = tmp_path / "bench"
+    _bench(folder, "gate", {"scaling": {"measured": 0.94, "target": ">= 1.5", "met": True}})
+    code = ("import sys, pathlib, pipeline.build as b; b.BENCH = pathlib.Path(sys.argv[1]); "
+            "sys.exit(b.main(['--out', sys.argv[2]]))")
+    run = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "out")], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert f"disagreement: {folder / 'gate.json'}: targets.scaling: stored met true, but 0.94 >= 1.5 does not hold" \
+        in run.stderr
+    assert "1 benchmark target(s) disagree" in run.stdout
+
+
+def test_make_bench_says_each_target_beside_the_figure_measured_and_the_cores():
+    lines = targets_said("gate", {"jsonl_scaling_16_workers": against(0.94, ">=", 1.5)})
+    assert len(lines) == 1 and lines[0].startswith("target gate.jsonl_scaling_16_workers: measured 0.94, target "
+                                                   ">= 1.5: MISSED (")
+    assert lines[0].endswith(" cores)")
