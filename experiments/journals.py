@@ -100,7 +100,11 @@ def claim_ttl() -> float:
 
 def case_bundle(journal: JournalLike, effect_id: str, journal_file: Path) -> dict[str, Any]:
     """The effect's receipt bundle; from a database, its entries also go to the case's journal file, byte for byte
-    as a JSONL journal stores them (written whole, then renamed, so a killed worker leaves the last full copy)."""
+    as a JSONL journal stores them (written whole, then renamed, so a killed worker leaves the last full copy).
+    An effect with no entry yet has an empty bundle and leaves the file as it is: a submit that answered IN_FLIGHT
+    found the effect's claim held by another process, which may not have journaled anything so far."""
+    if not journal.entries(effect_id):
+        return {"effect_id": effect_id, "entries": []}
     receipt = bundle(journal, effect_id)
     if not isinstance(journal, Journal):
         tmp = journal_file.with_name(f"{journal_file.name}.{os.getpid()}.tmp")

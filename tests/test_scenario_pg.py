@@ -121,3 +121,25 @@ def test_a_journal_the_run_cannot_use_is_one_line_and_exit_2_before_anything_is_
     assert len(err.strip().splitlines()) == 1 and "--journal" in err and "Traceback" not in err
     assert PASSWORD not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_worker_whose_effect_another_process_holds_unjournaled_exports_an_empty_bundle(pg_url, tmp_path):
+    from experiments.journals import case_bundle
+    from interlock import Effect, FunctionTarget, Gate, Status
+    from interlock.backends import open_journal
+
+    effect = Effect("held-elsewhere", {"n": 1})
+    holder_journal, holder_claims = open_journal(pg_url, claim_ttl=30)
+    held = holder_claims.acquire(effect.effect_id, wait=1)  # taken, nothing journaled yet (as a recoverer checking)
+    assert held is not None
+    journal, claims = open_journal(pg_url, claim_ttl=30)
+    gate = Gate(journal, FunctionTarget("t", lambda eid, payload: {"id": eid}), claims=claims, claim_wait=0.1)
+    assert gate.submit(effect).status == Status.IN_FLIGHT
+    case_file = tmp_path / "journal.jsonl"
+    assert case_bundle(journal, effect.effect_id, case_file) == {"effect_id": effect.effect_id, "entries": []}
+    assert not case_file.exists()
+    held.release()
+    assert gate.submit(effect).status == Status.COMMITTED
+    entries = case_bundle(journal, effect.effect_id, case_file)["entries"]
+    assert [e["kind"] for e in entries] == ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+    assert case_file.read_bytes().count(b"\n") == 4
