@@ -8,8 +8,8 @@ entry is on disk before its request (fsync; on PostgreSQL the confirm's synchron
 DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the
 workers spent per effect and, apart, the database server's: every server process, counted over the whole run, so
 the warm-up effects it served are divided in and its sessions' start-up is in it. Worker counts are interleaved
-between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is shared; the load average at the start and the end
-says how busy it was.
+between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is
+shared; the load average at the start and the end says how busy it was.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as

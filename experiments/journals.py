@@ -103,9 +103,10 @@ def case_bundle(journal: JournalLike, effect_id: str, journal_file: Path) -> dic
     as a JSONL journal stores them (written whole, then renamed, so a killed worker leaves the last full copy).
     An effect with no entry yet has an empty bundle and leaves the file as it is: a submit that answered IN_FLIGHT
     found the effect's claim held by another process, which may not have journaled anything so far."""
-    if not journal.entries(effect_id):
+    try:
+        receipt = bundle(journal, effect_id)
+    except KeyError:  # `bundle` read the journal afresh and found no entry of the effect
         return {"effect_id": effect_id, "entries": []}
-    receipt = bundle(journal, effect_id)
     if not isinstance(journal, Journal):
         tmp = journal_file.with_name(f"{journal_file.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as out:
