@@ -6,7 +6,7 @@ every system.
 
 | point | where every system reaches it |
 |---|---|
-| `after_proposed` | the gate only: PROPOSED is appended (on PostgreSQL, written with the next append), nothing checked or sent yet |
+| `after_proposed` | the gate only: PROPOSED is appended, with the facts the effect was decided on; nothing checked or sent yet |
 | `before_send` | the send is recorded (the baselines' log line or queue, the gate's DISPATCHED), nothing sent yet |
 | `before_request` | after the system's own last check, immediately before the request: the raced rows pause here |
 | `after_commit` | the service answered, before the system records the answer |

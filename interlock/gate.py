@@ -100,7 +100,9 @@ class Gate:
         self.journal.refresh()
         record = self.journal.effect(eid)
         if record is None:
-            append_ahead(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            # written at once, never ahead: it keeps the facts the decision was taken on, so a job restarted
+            # after a crash from here on is held to them, not to what it reads now
+            append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
             self.hooks.reach(points.AFTER_PROPOSED)
             return self._dispatch(effect, claim, journaled["premises"])
         elif record.payload_hash != payload_hash:

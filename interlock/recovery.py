@@ -56,7 +56,7 @@ def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id:
 
 
 def append_ahead(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str, data: dict[str, Any]) -> None:
-    """`append_claimed` for an entry nothing waits on (PROPOSED, AUTHORIZED): a journal in a database sends it in
+    """`append_claimed` for an entry nothing waits on (AUTHORIZED): a journal in a database sends it in
     the round trip of the effect's next append instead of one of its own (`PgJournal.append_ahead`)."""
     ahead = getattr(journal, "append_ahead", None)
     if ahead is None:

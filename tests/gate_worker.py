@@ -26,6 +26,7 @@ from typing import Any
 
 from experiments import crash
 from interlock import Effect, FileClaims, FunctionTarget, Gate, Premise
+from interlock.backends import open_journal
 from interlock.leases import CallableLease
 
 KEY = "rollback:demo-bucket/config/app.json:INC-1"
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("submit", "recover", "claim"), default="submit")
     parser.add_argument("--claim-wait", type=float, default=10.0)
     parser.add_argument("--payload", help="JSON payload instead of the default rollback")
+    parser.add_argument("--journal", help="a journal address (a postgresql:// URL) instead of DIR/journal.jsonl")
     args = parser.parse_args(argv)
     journal = args.dir / "journal.jsonl"
     effect = build_effect(args.dir, json.loads(args.payload) if args.payload else None)
@@ -125,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         claim = claims.acquire(effect.effect_id, args.claim_wait)
         print(json.dumps({"claimed_at": time.time(), "epoch": claim and claim.epoch}), flush=True)
         return 0 if claim else 1
-    gate = Gate(journal, build_target(args.dir, args.tier), claim_wait=args.claim_wait, hooks=crash.HOOK)
+    opened, claims = open_journal(args.journal or journal)
+    gate = Gate(opened, build_target(args.dir, args.tier), claims=claims, claim_wait=args.claim_wait,
+                hooks=crash.HOOK)
     started = time.monotonic()
     outcome = gate.recover(effect) if args.mode == "recover" else gate.submit(effect)
     print(json.dumps({"status": outcome.status, "effect_id": outcome.effect_id, "evidence": outcome.evidence,

@@ -33,14 +33,16 @@ KILLED = -signal.SIGKILL
 
 
 def run_worker(directory: Path, tier: str, *, kill: str | None = None, mode: str = "submit",
-               extra: dict[str, str] | None = None, claim_wait: float = 10.0) -> tuple[int, dict | None]:
-    """One worker process to completion (or to its SIGKILL); its exit code and printed outcome."""
+               extra: dict[str, str] | None = None, claim_wait: float = 10.0,
+               journal: str | None = None) -> tuple[int, dict | None]:
+    """One worker process to completion (or to its SIGKILL); its exit code and printed outcome. `journal`: a
+    postgresql:// URL instead of the directory's JSONL journal."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
     if kill:
         env.update(INTERLOCK_KILL_AT=kill, INTERLOCK_KILL_MARKER=str(directory / "crashed_at"))
     env.update(extra or {})
     done = subprocess.run([sys.executable, "-m", "tests.gate_worker", str(directory), "--tier", tier, "--mode", mode,
-                           "--claim-wait", str(claim_wait)],
+                           "--claim-wait", str(claim_wait), *(["--journal", journal] if journal else [])],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode in (0, KILLED), done.stderr

@@ -36,8 +36,9 @@ class PgJournal:
     An append is one round trip: `interlock_append_all` checks the writer's claim, takes the journal-wide lock, reads
     the head and the effect's last entry, stamps the entry with the server's clock, hashes it and inserts it; its
     transaction commits without waiting for the disk, which frees the lock at once. An entry nothing waits on
-    (the gate's PROPOSED and AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's
-    next append, in that append's transaction, so a gated effect's first three entries cost one round trip.
+    (the gate's AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's next append,
+    in that append's transaction, so a gated effect's AUTHORIZED and DISPATCHED cost one round trip. PROPOSED
+    never goes ahead: it holds the facts the effect was decided on, which a restarted job is held to.
 
     Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
     claim this process holds, the send commits without waiting and the claim's confirm, which every request
@@ -120,8 +121,8 @@ class PgJournal:
         return self._append(kind, effect_id, data, ())
 
     def append_ahead(self, kind: str, effect_id: str, data: dict[str, Any]) -> None:
-        """Append an entry nothing waits on (a PROPOSED, an AUTHORIZED) in the round trip of the effect's next
-        append, in the same transaction ahead of it, instead of in a round trip of its own.
+        """Append an entry nothing waits on (an AUTHORIZED) in the round trip of the effect's next append, in the
+        same transaction ahead of it, instead of in a round trip of its own.
 
         Fenced and recognised by its token like any append; its failure (ClaimLost, JournalUnavailable) surfaces
         at that next append, which it stops. A read of the effect, or giving its claim back, writes it first.
