@@ -4,6 +4,7 @@ them per hazard and system."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -480,3 +481,23 @@ def test_a_run_the_harness_fails_leaves_none_of_its_workers_running(tmp_path, mo
             assert worker.process.exitcode == -9  # killed, not left to finish its job
     finally:
         forker.stop()
+
+
+def test_a_worker_that_cannot_load_its_code_fails_the_harness_not_the_system(tmp_path, monkeypatch, capsys):
+    import experiments.explore.worlds as worlds
+
+    real = worlds.world
+
+    @contextlib.contextmanager
+    def broken(*args, **kwargs):  # the interpreter's packages gone under a running exploration
+        with real(*args, **kwargs) as chosen:
+            chosen.module = "experiments.explore.no_such_worker"
+            yield chosen
+
+    import experiments.explore.__main__ as explorer
+    monkeypatch.setattr(worlds, "world", broken)
+    assert explorer.main(["--out", str(tmp_path), "--scenario", "ledger", "--hazard", "send_raises",
+                          "--systems", "interlock", "--schedules", "2"]) == 1
+    said = capsys.readouterr().err
+    assert "the harness failed twice" in said and "could not load its code: ModuleNotFoundError" in said
+    assert not (tmp_path / "explore_ledger_send_raises.json").exists()

@@ -29,6 +29,13 @@ KILL_AT, KILL_MARKER, PAUSE_AT, PAUSE_FILE = ("INTERLOCK_KILL_AT", "INTERLOCK_KI
                                               "INTERLOCK_PAUSE_FILE")
 # A worker that refused to open a damaged journal names the library's error on its stderr.
 REFUSED_JOURNAL = "JournalCorrupt"
+# The last line of a worker that died because its own code could not be loaded (the interpreter's packages changed
+# or went away under a running exploration): the machine's failure, never the system's.
+CANNOT_LOAD = ("ModuleNotFoundError:", "ImportError:")
+
+
+class WorkerCannotLoad(RuntimeError):
+    """A worker died loading its own code: the run says nothing of the system, so it is the harness's failure."""
 
 
 class Run:
@@ -230,6 +237,8 @@ def _seen_stopped(pid: int) -> bool:
 
 def _ran(stage: str, index: int, kill: str | None, finished: Finished) -> dict[str, Any]:
     lines = finished.stderr.strip().splitlines()
+    if lines and lines[-1].startswith(CANNOT_LOAD):
+        raise WorkerCannotLoad(f"{stage} {index} could not load its code: {lines[-1][:200]}")
     return {"stage": stage, "index": index, "kill": kill, "exit_code": finished.exit_code,
             "outcome": finished.outcome, "timed_out": finished.timed_out,
             "traceback": "Traceback" in finished.stderr, "refused_journal": REFUSED_JOURNAL in finished.stderr,
