@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claim-wait", type=float, default=10.0)
     parser.add_argument("--payload", help="JSON payload instead of the default rollback")
     parser.add_argument("--journal", help="a journal address (a postgresql:// URL) instead of DIR/journal.jsonl")
+    parser.add_argument("--claim-ttl", type=float, default=30.0, help="how long a stopped holder keeps its claim")
     args = parser.parse_args(argv)
     journal = args.dir / "journal.jsonl"
     effect = build_effect(args.dir, json.loads(args.payload) if args.payload else None)
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         claim = claims.acquire(effect.effect_id, args.claim_wait)
         print(json.dumps({"claimed_at": time.time(), "epoch": claim and claim.epoch}), flush=True)
         return 0 if claim else 1
-    opened, claims = open_journal(args.journal or journal)
+    opened, claims = open_journal(args.journal or journal, claim_ttl=args.claim_ttl)
     gate = Gate(opened, build_target(args.dir, args.tier), claims=claims, claim_wait=args.claim_wait,
                 hooks=crash.HOOK)
     started = time.monotonic()

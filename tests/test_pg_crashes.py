@@ -14,8 +14,6 @@ import pytest
 from interlock import verify_journal
 from interlock.effects import effect_id_for
 
-from tests import gate_worker
-from tests.test_recovery_crashes import KILLED, change_world, run_worker
 from pg_worker import (FileLedger, finish, paused_at, pg_cluster, pg_url, resolutions,  # noqa: F401  (fixtures)
                        start, wait_for_file)
 
@@ -99,15 +97,3 @@ def test_racing_workers_apply_every_effect_exactly_once(pg_url, tmp_path, worker
     checked = verify_journal(journal.entries())
     assert checked["valid"] and all(v["happened_once"] for v in checked["effects"].values())
 
-
-@pytest.mark.parametrize("change,status", [("premise_moved", "REFUSED:stale_premise"), ("lease_revoked", "REFUSED:lease")])
-def test_a_decision_killed_before_its_send_is_held_to_the_facts_it_was_made_on(pg_url, tmp_path, change, status):
-    """The worker is killed right after the gate took its decision; a person changes the world; the job restarts
-    with the same payload. The restart must be judged against the facts the first run decided on, not re-decided
-    on the facts it reads now."""
-    gate_worker.setup_world(tmp_path)
-    assert run_worker(tmp_path, "2", kill="after_proposed", journal=pg_url)[0] == KILLED
-    change_world(tmp_path, change)
-    code, final = run_worker(tmp_path, "2", journal=pg_url)
-    assert code == 0 and final["status"] == status, final
-    assert gate_worker.landed_count(tmp_path, effect_id_for(gate_worker.KEY)) == 0, "it landed on facts that moved"

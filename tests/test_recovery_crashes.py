@@ -15,14 +15,17 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from interlock import Journal, Status, bundle, effect_id_for, verify
+from interlock.backends import open_journal
 from interlock.gate import Gate
 from tests import gate_worker
+from pg_worker import pg_cluster  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 EID = effect_id_for(gate_worker.KEY)
@@ -30,6 +33,9 @@ POINTS = ("after_proposed", "before_send", "after_commit", "recovery_before_rese
 CHANGES = ("none", "premise_moved", "lease_revoked")
 TIERS = ("1", "1L", "2", "3")
 KILLED = -signal.SIGKILL
+# On PostgreSQL a holder killed inside a request keeps its claim until its lease runs out (it may be alive, its
+# request on its way): a short lease lets the restart take over within its claim wait.
+PG_CLAIM_TTL = 1.0
 
 
 def run_worker(directory: Path, tier: str, *, kill: str | None = None, mode: str = "submit",
@@ -42,7 +48,8 @@ def run_worker(directory: Path, tier: str, *, kill: str | None = None, mode: str
         env.update(INTERLOCK_KILL_AT=kill, INTERLOCK_KILL_MARKER=str(directory / "crashed_at"))
     env.update(extra or {})
     done = subprocess.run([sys.executable, "-m", "tests.gate_worker", str(directory), "--tier", tier, "--mode", mode,
-                           "--claim-wait", str(claim_wait), *(["--journal", journal] if journal else [])],
+                           "--claim-wait", str(claim_wait),
+                           *(["--journal", journal, "--claim-ttl", str(PG_CLAIM_TTL)] if journal else [])],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode in (0, KILLED), done.stderr
@@ -57,25 +64,29 @@ def change_world(directory: Path, change: str) -> None:
         gate_worker.write_json(directory / "lease.json", {"incident": "INC-1", "status": "resolved"})
 
 
-@pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    """Every (tier, kill point, world change) played once, four cases at a time."""
+@pytest.fixture(scope="module", params=["jsonl", "postgresql"])
+def matrix(request, tmp_path_factory):
+    """Every (tier, kill point, world change) played once on each journal, four cases at a time; on PostgreSQL
+    each case has a database of its own."""
     cases = list(itertools.product(TIERS, POINTS, CHANGES))
+    cluster = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
 
     def one(case):
         tier, point, change = case
-        directory = tmp_path_factory.mktemp(f"t{tier}-{point}-{change}")
+        directory = tmp_path_factory.mktemp(f"{request.param}-t{tier}-{point}-{change}")
+        journal = cluster.create_database(f"m_{uuid.uuid4().hex[:12]}") if cluster else None
         gate_worker.setup_world(directory)
         exits = []
         if point.startswith("recovery_"):
-            exits.append(run_worker(directory, tier, kill="before_send")[0])
-        code, _ = run_worker(directory, tier, kill=point)
+            exits.append(run_worker(directory, tier, kill="before_send", journal=journal)[0])
+        code, _ = run_worker(directory, tier, kill=point, journal=journal)
         exits.append(code)
         landed_before = gate_worker.landed_count(directory, EID)
         change_world(directory, change)
-        code, final = run_worker(directory, tier)
+        code, final = run_worker(directory, tier, journal=journal)
         exits.append(code)
-        return case, {"dir": directory, "exits": exits, "final": final, "landed_before_change": landed_before}
+        return case, {"dir": directory, "journal": journal, "exits": exits, "final": final,
+                      "landed_before_change": landed_before}
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(pool.map(one, cases))
@@ -103,7 +114,8 @@ def test_a_crashed_effect_lands_at_most_once_and_the_receipt_says_so(matrix, tie
     if change != "none" and played["landed_before_change"] == 0:
         assert truth == 0, f"the effect landed after the world changed ({change}): {final}"
 
-    with Journal(directory / "journal.jsonl") as journal:
+    journal, _ = open_journal(played["journal"] or directory / "journal.jsonl")
+    with journal:
         assert not journal.effect(EID).open_dispatch, "a settled effect left its dispatch open"
         receipt = verify(bundle(journal, EID))
     assert receipt["valid"], receipt["problems"]
@@ -127,8 +139,11 @@ def test_submitting_a_settled_effect_again_sends_nothing(matrix, tier, point):
     directory = matrix[(tier, point, "premise_moved")]["dir"]
     calls = len(gate_worker.ledger(directory))
     first = matrix[(tier, point, "premise_moved")]["final"]["status"]
-    gate = Gate(directory / "journal.jsonl", gate_worker.build_target(directory, tier))
-    again = gate.submit(gate_worker.build_effect(directory))
+    journal, claims = open_journal(matrix[(tier, point, "premise_moved")]["journal"] or directory / "journal.jsonl")
+    with journal:
+        gate = Gate(journal, gate_worker.build_target(directory, tier), claims=claims)
+        again = gate.submit(gate_worker.build_effect(directory))
+        getattr(claims, "close", lambda: None)()  # a database's claims stop renewing
     assert len(gate_worker.ledger(directory)) == calls
     expected = "DUPLICATE_IGNORED" if Status(first).landed else first
     assert again.status == expected
