@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments import crash
-from interlock import DEDUPE, EPOCH, CallableLease, Effect, FileClaims, FunctionTarget, Gate, Premise, Rejected
+from interlock import DEDUPE, EPOCH, CallableLease, Effect, FunctionTarget, Gate, Premise, Rejected
+from interlock.backends import open_journal
 
 KEY = "write:ledger/default:INC-7"
 
@@ -85,6 +86,12 @@ def build_effect(directory: Path, endpoint: str) -> Effect:
                   CallableLease(lambda: lease()["status"] == "open", lease), agent="hazard-agent")
 
 
+def journal_address(directory: Path) -> str:
+    """The world's journal: the database named in `journal.address` when there is one, else `journal.jsonl`."""
+    named = directory / "journal.address"
+    return named.read_text() if named.exists() else str(directory / "journal.jsonl")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one worker; print its outcome as JSON."""
     parser = argparse.ArgumentParser(prog="python -m tests.hazard_worker")
@@ -97,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claim-wait", type=float, default=10.0)
     parser.add_argument("--bug", action="store_true")
     args = parser.parse_args(argv)
-    journal = args.dir / "journal.jsonl"
-    gate = Gate(journal, build_target(args.endpoint, args.fence, args.in_flight, args.bug),
-                claims=FileClaims(f"{journal}.claims", ttl=args.ttl), claim_wait=args.claim_wait, hooks=crash.HOOK)
+    journal, claims = open_journal(journal_address(args.dir), claim_ttl=args.ttl)
+    gate = Gate(journal, build_target(args.endpoint, args.fence, args.in_flight, args.bug), claims=claims,
+                claim_wait=args.claim_wait, hooks=crash.HOOK)
     effect = build_effect(args.dir, args.endpoint)
     if args.mode == "recover":
         effect = Effect(effect.key, gate.journal.entries(effect.effect_id)[0]["effect"], effect.premises,

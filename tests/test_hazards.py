@@ -9,14 +9,21 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from interlock import Journal, bundle, effect_id_for, open_send, verify
+from interlock import bundle, effect_id_for, open_send, verify
+from interlock.backends import open_journal
+from pg_worker import pg_cluster  # noqa: F401  (fixture)
+from tests.hazard_worker import journal_address
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECT = effect_id_for("write:ledger/default:INC-7")
+# On PostgreSQL a holder killed inside a request keeps its claim until its lease runs out (it may be alive, its
+# request on its way): a short lease lets a recoverer take over within its claim wait.
+PG_CLAIM_TTL = 1.0
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -25,9 +32,17 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def worker(directory: Path, ledger, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    if (directory / "journal.address").exists() and "--ttl" not in args:
+        args = (*args, "--ttl", str(PG_CLAIM_TTL))
     return subprocess.Popen([sys.executable, "-m", "tests.hazard_worker", str(directory), ledger.endpoint, *args],
                             cwd=ROOT, env=env or clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+def at_once(directory: Path) -> str:
+    """The claim wait of a recoverer that must not wait for the killed sender: none on one host, where the kernel
+    frees a dead holder's claim; on PostgreSQL, the holder's lease (it was killed inside a request)."""
+    return str(2 * PG_CLAIM_TTL) if (directory / "journal.address").exists() else "0"
 
 
 def finished(process: subprocess.Popen, timeout: float = 30) -> dict:
@@ -66,13 +81,26 @@ def stopped_at(directory: Path, ledger, point: str, *args: str) -> subprocess.Po
     return sender
 
 
+def journal_entries(directory: Path) -> list[dict]:
+    """The effect's journal entries, on whichever journal the world keeps."""
+    journal, _ = open_journal(journal_address(directory))
+    with journal:
+        return journal.entries(EFFECT)
+
+
 def receipt(directory: Path) -> dict:
-    return verify(bundle(Journal(directory / "journal.jsonl"), EFFECT))
+    journal, _ = open_journal(journal_address(directory))
+    with journal:
+        return verify(bundle(journal, EFFECT))
 
 
-@pytest.fixture
-def world(tmp_path):
+@pytest.fixture(params=["jsonl", "postgresql"])
+def world(request, tmp_path):
+    """The lease file and the journal the workers share: a JSONL file, or a database of its own."""
     (tmp_path / "lease.json").write_text(json.dumps({"status": "open"}))
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("pg_cluster")
+        (tmp_path / "journal.address").write_text(cluster.create_database(f"h_{uuid.uuid4().hex[:12]}"))
     return tmp_path
 
 
@@ -85,12 +113,14 @@ def test_recovery_waits_out_an_unfenced_request_that_outlives_its_sender(world, 
     assert receipt(world)["happened"] is True
 
 
+# One host only: the ledger holds a write at most 2 s, too short to wait out a PostgreSQL lease before it lands.
+@pytest.mark.parametrize("world", ["jsonl"], indirect=True)
 def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
     ledger.configure(delay=2.0)
     kill_while_at_the_service(world, ledger, "--in-flight", "2.5")
     outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0"))
     assert ledger.applies(EFFECT) == 0, "the stray write landed before recovery looked: the schedule did not race"
-    dispatched = next(e for e in Journal(world / "journal.jsonl").entries(EFFECT) if e["kind"] == "DISPATCHED")
+    dispatched = next(e for e in journal_entries(world) if e["kind"] == "DISPATCHED")
     assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 2.5)
     wait_until(lambda: ledger.applies(EFFECT) == 1, what="the stray write landing")
     wait_until(lambda: time.time() > outcome["decide_at"], what="the bound passing")
@@ -140,7 +170,7 @@ def test_an_exception_from_the_send_is_refused_as_send_failed_when_the_ledger_ho
     first = finished(worker(world, ledger, "--in-flight", "0", "--bug"))
     assert first["status"] == "REFUSED:send_failed"
     assert first["error"] == {"type": "KeyError", "message": "'no such field'"}
-    entries = Journal(world / "journal.jsonl").entries(EFFECT)
+    entries = journal_entries(world)
     assert entries[-1]["kind"] == "REFUSED" and entries[-1]["error"]["type"] == "KeyError"
     again = finished(worker(world, ledger, "--in-flight", "0"))
     assert again["status"] == "REFUSED:send_failed" and again["error"]["type"] == "KeyError"
@@ -150,7 +180,7 @@ def test_an_exception_from_the_send_is_refused_as_send_failed_when_the_ledger_ho
 def test_an_exception_from_the_send_is_ambiguous_while_its_in_flight_bound_outlasts_the_wait(world, ledger):
     first = finished(worker(world, ledger, "--in-flight", "60", "--claim-wait", "0.2", "--bug"))
     assert first["status"] == "AMBIGUOUS" and first["error"]["type"] == "KeyError"
-    assert Journal(world / "journal.jsonl").entries(EFFECT)[-1]["kind"] == "AMBIGUOUS"
+    assert journal_entries(world)[-1]["kind"] == "AMBIGUOUS"
     assert not at_the_service(ledger)
 
 
@@ -166,7 +196,7 @@ def test_a_sender_stopped_after_its_confirm_is_refused_by_an_epoch_fenced_servic
     woke = finished(sender)
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stale epoch's request landed"
     assert woke["status"] == "COMMITTED_ON_QUERY", "the woken sender's record disagrees with the service"
-    kinds = [e["kind"] for e in Journal(world / "journal.jsonl").entries(EFFECT)]
+    kinds = [e["kind"] for e in journal_entries(world)]
     assert kinds.count("COMMITTED") == 1 and "LATE_RESULT" in kinds
 
 
@@ -208,7 +238,7 @@ def test_a_version_fence_refuses_at_once_when_the_premise_it_covers_moved(world,
     kill_while_at_the_service(world, ledger, "--fence", "version", "--in-flight", "30")
     human_write(ledger)
     outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "version", "--in-flight", "30",
-                              "--claim-wait", "0"))
+                              "--claim-wait", at_once(world)))
     assert outcome["status"] == "REFUSED:stale_premise_at_recovery"
     wait_until(lambda: settled_at_the_service(ledger), what="the stray write meeting the version fence")
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
@@ -220,7 +250,7 @@ def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
     revoke(world)
     outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
-                              "--claim-wait", "0"))
+                              "--claim-wait", at_once(world)))
     assert outcome["status"] == "REFUSED:lease_at_recovery", "recovery did not shut the stray write out"
     wait_until(lambda: settled_at_the_service(ledger), what="the stray write meeting the epoch fence")
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
@@ -231,7 +261,7 @@ def test_an_epoch_fence_raised_by_recovery_lets_it_resend_at_once_without_a_seco
     ledger.configure(delay=2.0, fences=["epoch"])
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
     outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
-                              "--claim-wait", "0"))
+                              "--claim-wait", at_once(world)))
     assert outcome["status"] == "REAPPLIED_AFTER_QUERY"
     wait_until(lambda: settled_at_the_service(ledger), what="both writes settling at the ledger")
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stray write landed as well"
@@ -247,14 +277,19 @@ def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor
     finally:
         sender.send_signal(signal.SIGCONT)
     assert finished(sender)["status"] == "IN_FLIGHT"
-    entries = Journal(world / "journal.jsonl").entries(EFFECT)
+    entries = journal_entries(world)
     kinds = [e["kind"] for e in entries]
     assert kinds[-1] == "COMMITTED", f"the superseded sender appended after its successor settled: {kinds}"
     assert not open_send(entries) and receipt(world)["happened"] is True
     assert ledger.applies(EFFECT) == 1
 
 
-def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger):
+def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger,
+                                                                                               request):
+    if (world / "journal.address").exists():  # runs, and must fail, until PostgreSQL claims learn it
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "PostgreSQL claims cannot tell a stopped holder from a gone one: past its lease a resend may land beside "
+            "its request, which only a fence refuses there")))
     sender = stopped_at(world, ledger, "before_request", "--in-flight", "0.2", "--ttl", "1.0")
     try:
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
