@@ -284,12 +284,7 @@ def test_a_sender_stopped_past_its_claim_ttl_appends_nothing_after_its_successor
     assert ledger.applies(EFFECT) == 1
 
 
-def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger,
-                                                                                               request):
-    if (world / "journal.address").exists():  # runs, and must fail, until PostgreSQL claims learn it
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "PostgreSQL claims cannot tell a stopped holder from a gone one: past its lease a resend may land beside "
-            "its request, which only a fence refuses there")))
+def test_recovery_does_not_resend_over_a_sender_stopped_after_its_confirm_when_nothing_fences_it(world, ledger):
     sender = stopped_at(world, ledger, "before_request", "--in-flight", "0.2", "--ttl", "1.0")
     try:
         outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",

@@ -406,3 +406,19 @@ def test_entries_ahead_of_a_dispatch_its_guard_refused_go_with_the_refusal(pg_ur
     journal.append("REFUSED", "e1", {"code": "stale_premise", "resolves": False})
     assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "REFUSED"]
     assert verify_journal(journal.entries())["valid"]
+
+
+def test_a_claims_table_made_before_stopped_holders_were_kept_gains_the_column_on_open(pg_url):
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE interlock_claims (effect_id text PRIMARY KEY, epoch bigint NOT NULL, holder text"
+                     " NOT NULL, owner text NOT NULL, backend integer NOT NULL, expires timestamptz, in_request"
+                     " boolean NOT NULL, taken text NOT NULL, since timestamptz NOT NULL)")
+    journal, claims = open_journal(pg_url)
+    with claims.acquire("e1", wait=1.0) as claim:
+        assert claim.epoch == 1 and not claim.holder_alive()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT stopped_epoch FROM interlock_claims").fetchall() == [(None,)]
+    claims.close()
+    journal.close()

@@ -14,7 +14,9 @@ gone (the holder's process died, or its session did) *and* the claim is not in a
 is alive after all, has no request in flight and will be refused by its next confirm or fenced journal write.
 A claim in a request whose holder's session is gone waits for its lease to expire, since the holder may be alive
 and its request on its way. Taking over bumps the epoch, and the journal refuses or demotes to LATE_RESULT every
-later write made under the old one.
+later write made under the old one. A claim taken over inside a request from a holder whose session still holds
+its lock (the process stopped or hung, past its lease) remembers it: `holder_alive` then tells recovery that a
+request may still come from it, so recovery does not conclude "not landed" where no fence covers it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ class PgClaim:
         if self._claims is None or self.lost or self._claims.closed:
             return False
         return self._claims._confirm(self)
+
+    def holder_alive(self) -> bool:
+        """Whether a holder this claim was taken over from inside a request may still send: its session still
+        holds its epoch's lock (the process was stopped or hung, not killed), so no in-flight bound, which is
+        about dead senders, covers it. One round trip; False once that session is gone."""
+        if self._claims is None:
+            return False
+        return self._claims._holder_alive(self)
 
     def release(self) -> None:
         """Give the effect back; a claim already taken over is left to its new owner."""
@@ -144,6 +154,13 @@ class PgClaims:
             claim.lost = True
             return False
         return time.monotonic() - began < self.ttl / RENEWALS_PER_TTL
+
+    def _holder_alive(self, claim: PgClaim) -> bool:
+        row = self._run(lambda conn: conn.execute(
+            "SELECT stopped_epoch IS NOT NULL AND interlock_lock_held(effect_id, stopped_epoch)"
+            " FROM interlock_claims WHERE effect_id = %s AND epoch = %s AND holder = %s",
+            (claim.effect_id, claim.epoch, claim.holder)).fetchone(), f"claim {claim.effect_id}")
+        return bool(row and row[0])
 
     def _release(self, claim: PgClaim) -> None:
         """Send the release and go on without its answer, which the session's next statement reads first.

@@ -34,7 +34,9 @@ CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (eff
 -- One row per claimed effect. `holder` names one acquisition (a random token), so two acquisitions never pass
 -- for each other even if a crash made the database forget one. `expires` is on the server's clock and NULL once
 -- released. `in_request` is set by the holder's confirm (right before a request) and cleared by release: while it
--- is set, only the lease's expiry frees the claim, since a request may still be on its way.
+-- is set, only the lease's expiry frees the claim, since a request may still be on its way. `stopped_epoch` names
+-- an earlier holder that was taken over inside a request with its session still holding its lock (stopped, not
+-- dead: it may still send), carried from holder to holder while that lock is held.
 CREATE TABLE IF NOT EXISTS interlock_claims (
     effect_id  text        PRIMARY KEY,
     epoch      bigint      NOT NULL,
@@ -44,13 +46,27 @@ CREATE TABLE IF NOT EXISTS interlock_claims (
     expires    timestamptz,
     in_request boolean     NOT NULL,
     taken      text        NOT NULL,
-    since      timestamptz NOT NULL
+    since      timestamptz NOT NULL,
+    stopped_epoch bigint
 );
+DO $$ BEGIN  -- a table made before the column: added once (ALTER would lock the table on every connect)
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'interlock_claims'::regclass
+                   AND attname = 'stopped_epoch' AND NOT attisdropped) THEN
+        ALTER TABLE interlock_claims ADD COLUMN stopped_epoch bigint;
+    END IF;
+END $$;
 
 -- The session advisory lock a holder keeps for one epoch of one effect: 48 bits of the effect, 16 of the epoch.
 CREATE OR REPLACE FUNCTION interlock_lock_key(p_effect text, p_epoch bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$
     SELECT (hashtextextended(p_effect, 0) & ~65535::bigint) | (p_epoch & 65535)
+$$;
+
+-- Whether another session holds the lock of this epoch of the effect (its holder's session lives on).
+CREATE OR REPLACE FUNCTION interlock_lock_held(p_effect text, p_epoch bigint) RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN pg_try_advisory_lock(interlock_lock_key(p_effect, p_epoch))
+                THEN NOT pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch)) ELSE true END
 $$;
 
 -- Whether the effect's last send has no resolution after it: the journal's one open-send rule, in SQL, for the
@@ -72,8 +88,9 @@ CREATE OR REPLACE FUNCTION interlock_acquire(p_effect text, p_holder text, p_own
 LANGUAGE plpgsql AS $$
 DECLARE
     c interlock_claims%ROWTYPE;
+    v_stopped bigint;
 BEGIN
-    INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp())
+    INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp(), NULL)
         ON CONFLICT DO NOTHING;
     SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
     <<taking>>
@@ -104,6 +121,12 @@ BEGIN
             r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
             RETURN;
         END IF;
+        IF c.in_request AND c.backend <> pg_backend_pid() AND interlock_open_send(p_effect)
+                AND interlock_lock_held(p_effect, c.epoch) THEN
+            v_stopped := c.epoch;  -- taken over inside a request from a holder whose session lives: it may send
+        ELSIF c.stopped_epoch IS NOT NULL AND interlock_lock_held(p_effect, c.stopped_epoch) THEN
+            v_stopped := c.stopped_epoch;
+        END IF;
         IF r_taken = 'new' THEN
             -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and there is
             -- no earlier holder's entry to decide on. Every other takeover waits: its flush makes durable every entry
@@ -112,7 +135,7 @@ BEGIN
         END IF;
         UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
                expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
-               since = clock_timestamp()
+               since = clock_timestamp(), stopped_epoch = v_stopped
          WHERE effect_id = p_effect;
         r_epoch := c.epoch + 1;
     END taking;
