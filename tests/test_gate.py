@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 
-from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Journal, Premise, Rejected, bundle, effect_id_for,
+from interlock.backends import open_journal
+from pg_worker import pg_cluster  # noqa: F401  (fixture)
+from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Premise, Rejected, bundle, effect_id_for,
                        verify)
 
 
@@ -36,10 +39,30 @@ def service():
     return Service()
 
 
+@pytest.fixture(autouse=True, params=["jsonl", "postgresql"])
+def backend(request, tmp_path):
+    """Every test on each journal: the JSONL file in its folder, or a database of its own."""
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("pg_cluster")
+        (tmp_path / "journal.address").write_text(cluster.create_database(f"g_{uuid.uuid4().hex[:12]}"))
+    return request.param
+
+
+def journal_in(folder):
+    """The journal and claims of the test's folder (see `backend`)."""
+    named = folder / "journal.address"
+    return open_journal(named.read_text() if named.exists() else folder / "journal.jsonl")
+
+
+def gated(folder, target, **options):
+    journal, claims = journal_in(folder)
+    return Gate(journal, target, claims=claims, **options)
+
+
 def gate_for(tmp_path, service, tier=2):
     target = FunctionTarget("svc", service.send, tier=tier, find=service.find if tier != 3 else None,
                             in_flight=0.0)  # an in-process service: nothing is in flight once a call returns
-    return Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5)
+    return gated(tmp_path, target, claim_wait=0.5)
 
 
 def effect(payload=None, *, live=True, generation="17", decided=None):
@@ -158,15 +181,15 @@ def test_recover_settles_an_effect_that_was_only_proposed(tmp_path, service):
 
     target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=0.0)
     with pytest.raises(Crash):
-        Gate(tmp_path / "journal.jsonl", target, hooks=CrashAfterProposed()).submit(effect())
+        gated(tmp_path, target, hooks=CrashAfterProposed()).submit(effect())
     assert gate_for(tmp_path, service).recover(effect()).status == "COMMITTED"
     assert len(service.landed) == 1
 
 
 def test_gates_share_a_journal_object(tmp_path, service):
-    journal = Journal(tmp_path / "journal.jsonl")
-    first = Gate(journal, FunctionTarget("a", service.send, tier=3))
-    second = Gate(journal, FunctionTarget("b", service.send, tier=3))
+    journal, claims = journal_in(tmp_path)
+    first = Gate(journal, FunctionTarget("a", service.send, tier=3), claims=claims)
+    second = Gate(journal, FunctionTarget("b", service.send, tier=3), claims=claims)
     assert first.submit(Effect("k1", {})).status == "COMMITTED"
     assert second.submit(Effect("k2", {})).status == "COMMITTED"
     assert len(journal) == 8
@@ -192,7 +215,7 @@ def _found_in(landed):
 def test_a_bug_in_the_send_is_refused_as_send_failed_once_nothing_can_land_and_not_called_again(tmp_path, tier):
     calls = []
     target = FunctionTarget("svc", _buggy(calls), tier=tier, find=lambda eid, payload: None, in_flight=0.0)
-    gate = Gate(tmp_path / "journal.jsonl", target)
+    gate = gated(tmp_path, target)
     outcome = gate.submit(effect())
     assert outcome.status == "REFUSED:send_failed" and outcome.landed is False
     assert outcome.error == {"type": "KeyError", "message": "'missing'"}
@@ -207,7 +230,7 @@ def test_a_bug_in_the_send_is_refused_as_send_failed_once_nothing_can_land_and_n
 def test_a_bug_in_the_send_is_ambiguous_while_a_request_of_it_may_still_land(tmp_path):
     calls = []
     target = FunctionTarget("svc", _buggy(calls), tier=2, find=lambda eid, payload: None, in_flight=60.0)
-    gate = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2)
+    gate = gated(tmp_path, target, claim_wait=0.2)
     outcome = gate.submit(effect())
     assert outcome.status == "AMBIGUOUS" and outcome.error == {"type": "KeyError", "message": "'missing'"}
     assert kinds(gate, outcome.effect_id)[-1] == "AMBIGUOUS"
@@ -225,7 +248,7 @@ def test_a_bug_in_the_send_is_refused_once_a_close_out_whose_answer_was_lost_too
 
     target = FunctionTarget("svc", _buggy(calls), tier=2, find=lambda eid, payload: None, in_flight=60.0,
                             shut=close_out)
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=0.2).submit(effect())
     assert outcome.status == "REFUSED:send_failed" and len(shut) == 2 and len(calls) == 1
 
 
@@ -243,7 +266,7 @@ def test_a_recovery_makes_a_close_out_whose_answer_was_lost_once_more_and_then_d
 
     target = FunctionTarget("svc", lost, tier=2, find=lambda eid, payload: None, in_flight=60.0, shut=close_out)
     lease = CallableLease(lambda: live[0], lambda: {"incident": "INC-1", "status": "open" if live[0] else "resolved"})
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(Effect("k", {"to": "v41"}, [], lease))
+    outcome = gated(tmp_path, target, claim_wait=0.2).submit(Effect("k", {"to": "v41"}, [], lease))
     assert outcome.status == "REFUSED:lease_at_recovery" and outcome.landed is False and len(shut) == 2
 
 
@@ -251,7 +274,7 @@ def test_a_bug_raised_while_its_request_still_lands_is_found_after_the_bound_not
     calls, landed = [], []
     target = FunctionTarget("svc", _buggy(calls, landed, landing_after=0.3), tier=2, find=_found_in(landed),
                             in_flight=0.6)
-    gate = Gate(tmp_path / "journal.jsonl", target, claim_wait=5.0)
+    gate = gated(tmp_path, target, claim_wait=5.0)
     started = time.monotonic()
     outcome = gate.submit(effect())
     assert outcome.status == "COMMITTED_ON_QUERY" and outcome.landed is True
@@ -264,14 +287,14 @@ def test_a_lost_answer_to_an_unfenced_target_is_not_judged_before_its_in_flight_
         raise TimeoutError("no answer within the client's timeout")
 
     target = FunctionTarget("svc", timed_out, tier=2, find=service.find, in_flight=60.0)
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=0.2).submit(effect())
     assert outcome.status == "IN_FLIGHT" and outcome.decide_at > time.time() + 50
 
 
 def test_a_lost_answer_found_by_the_lookup_is_committed_without_waiting_out_the_bound(tmp_path, service):
     target = FunctionTarget("svc", service.send, tier=2, find=service.find, in_flight=60.0)
     service.lose_answer = True
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.2).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=0.2).submit(effect())
     assert outcome.status == "COMMITTED_ON_QUERY" and len(service.landed) == 1
 
 
@@ -285,10 +308,10 @@ def test_a_resend_whose_answer_is_lost_is_found_by_one_more_lookup_not_left_open
         raise ConnectionResetError("connection reset")
 
     target = FunctionTarget("svc", lossy, tier=2, find=service.find, in_flight=0.0)
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
     assert outcome.status == "COMMITTED_ON_QUERY" and outcome.evidence == {"call": 1}
     assert len(sends) == 2 and len(service.landed) == 1
-    journal = Journal(tmp_path / "journal.jsonl")
+    journal = journal_in(tmp_path)[0]
     assert [e["kind"] for e in journal.entries(outcome.effect_id)] == [
         "PROPOSED", "AUTHORIZED", "DISPATCHED", "REDISPATCHED", "COMMITTED"]
     assert journal.entries(outcome.effect_id)[-1]["via"] == "recovery-query"
@@ -303,8 +326,8 @@ def test_a_resend_whose_answer_is_lost_and_not_found_stays_open_and_is_not_sent_
         raise ConnectionResetError("connection reset")
 
     target = FunctionTarget("svc", unreachable, tier=2, find=service.find, in_flight=0.0)
-    outcome = Gate(tmp_path / "journal.jsonl", target, claim_wait=0.5).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
     assert outcome.status == "AMBIGUOUS" and len(sends) == 2  # the send and one resend, nothing more
-    journal = Journal(tmp_path / "journal.jsonl")
+    journal = journal_in(tmp_path)[0]
     assert journal.effect(outcome.effect_id).open_dispatch  # a request of the resend may still land
     assert journal.entries(outcome.effect_id)[-1]["kind"] == "REDISPATCHED"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Journal, Status, bundle, effect_id_for, verify
+from interlock import Status, bundle, effect_id_for, verify
 from interlock.backends import open_journal
 from interlock.gate import Gate
 from tests import gate_worker
