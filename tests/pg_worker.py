@@ -235,10 +235,20 @@ def pg_cluster():
     cluster.stop()
 
 
+# On PostgreSQL a holder killed inside a request keeps its claim until its lease runs out (it may be alive, its
+# request on its way): tests that kill or stop holders use a short lease, so a successor takes over within its wait.
+SHORT_LEASE = 1.0
+
+
+def fresh_database(cluster: Any, prefix: str = "t") -> str:
+    """The address of a new, empty database on `cluster`."""
+    return cluster.create_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
 def pg_url(pg_cluster) -> str:
     """A fresh, empty database on the session's cluster."""
-    return pg_cluster.create_database(f"t_{uuid.uuid4().hex[:12]}")
+    return fresh_database(pg_cluster)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 
 from interlock.backends import open_journal
-from pg_worker import pg_cluster  # noqa: F401  (fixture)
+from pg_worker import fresh_database, pg_cluster  # noqa: F401  (fixture)
+from tests.hazard_worker import journal_address
 from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Premise, Rejected, bundle, effect_id_for,
                        verify)
 
@@ -44,14 +44,13 @@ def backend(request, tmp_path):
     """Every test on each journal: the JSONL file in its folder, or a database of its own."""
     if request.param == "postgresql":
         cluster = request.getfixturevalue("pg_cluster")
-        (tmp_path / "journal.address").write_text(cluster.create_database(f"g_{uuid.uuid4().hex[:12]}"))
+        (tmp_path / "journal.address").write_text(fresh_database(cluster, "g"))
     return request.param
 
 
 def journal_in(folder):
     """The journal and claims of the test's folder (see `backend`)."""
-    named = folder / "journal.address"
-    return open_journal(named.read_text() if named.exists() else folder / "journal.jsonl")
+    return open_journal(journal_address(folder))
 
 
 def gated(folder, target, **options):

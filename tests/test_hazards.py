@@ -9,21 +9,17 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from interlock import bundle, effect_id_for, open_send, verify
 from interlock.backends import open_journal
-from pg_worker import pg_cluster  # noqa: F401  (fixture)
+from pg_worker import SHORT_LEASE, fresh_database, pg_cluster  # noqa: F401  (fixture)
 from tests.hazard_worker import journal_address
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECT = effect_id_for("write:ledger/default:INC-7")
-# On PostgreSQL a holder killed inside a request keeps its claim until its lease runs out (it may be alive, its
-# request on its way): a short lease lets a recoverer take over within its claim wait.
-PG_CLAIM_TTL = 1.0
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -33,7 +29,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def worker(directory: Path, ledger, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     if (directory / "journal.address").exists() and "--ttl" not in args:
-        args = (*args, "--ttl", str(PG_CLAIM_TTL))
+        args = (*args, "--ttl", str(SHORT_LEASE))
     return subprocess.Popen([sys.executable, "-m", "tests.hazard_worker", str(directory), ledger.endpoint, *args],
                             cwd=ROOT, env=env or clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -42,7 +38,7 @@ def worker(directory: Path, ledger, *args: str, env: dict[str, str] | None = Non
 def at_once(directory: Path) -> str:
     """The claim wait of a recoverer that must not wait for the killed sender: none on one host, where the kernel
     frees a dead holder's claim; on PostgreSQL, the holder's lease (it was killed inside a request)."""
-    return str(2 * PG_CLAIM_TTL) if (directory / "journal.address").exists() else "0"
+    return str(2 * SHORT_LEASE) if (directory / "journal.address").exists() else "0"
 
 
 def finished(process: subprocess.Popen, timeout: float = 30) -> dict:
@@ -100,7 +96,7 @@ def world(request, tmp_path):
     (tmp_path / "lease.json").write_text(json.dumps({"status": "open"}))
     if request.param == "postgresql":
         cluster = request.getfixturevalue("pg_cluster")
-        (tmp_path / "journal.address").write_text(cluster.create_database(f"h_{uuid.uuid4().hex[:12]}"))
+        (tmp_path / "journal.address").write_text(fresh_database(cluster, "h"))
     return tmp_path
 
 

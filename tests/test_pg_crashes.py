@@ -96,4 +96,3 @@ def test_racing_workers_apply_every_effect_exactly_once(pg_url, tmp_path, worker
     journal = PgJournal(pg_url)
     checked = verify_journal(journal.entries())
     assert checked["valid"] and all(v["happened_once"] for v in checked["effects"].values())
-

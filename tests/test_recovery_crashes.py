@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from interlock import Status, bundle, effect_id_for, verify
 from interlock.backends import open_journal
 from interlock.gate import Gate
 from tests import gate_worker
-from pg_worker import pg_cluster  # noqa: F401  (fixture)
+from pg_worker import SHORT_LEASE, fresh_database, pg_cluster  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 EID = effect_id_for(gate_worker.KEY)
@@ -33,9 +32,6 @@ POINTS = ("after_proposed", "before_send", "after_commit", "recovery_before_rese
 CHANGES = ("none", "premise_moved", "lease_revoked")
 TIERS = ("1", "1L", "2", "3")
 KILLED = -signal.SIGKILL
-# On PostgreSQL a holder killed inside a request keeps its claim until its lease runs out (it may be alive, its
-# request on its way): a short lease lets the restart take over within its claim wait.
-PG_CLAIM_TTL = 1.0
 
 
 def run_worker(directory: Path, tier: str, *, kill: str | None = None, mode: str = "submit",
@@ -49,7 +45,7 @@ def run_worker(directory: Path, tier: str, *, kill: str | None = None, mode: str
     env.update(extra or {})
     done = subprocess.run([sys.executable, "-m", "tests.gate_worker", str(directory), "--tier", tier, "--mode", mode,
                            "--claim-wait", str(claim_wait),
-                           *(["--journal", journal, "--claim-ttl", str(PG_CLAIM_TTL)] if journal else [])],
+                           *(["--journal", journal, "--claim-ttl", str(SHORT_LEASE)] if journal else [])],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode in (0, KILLED), done.stderr
@@ -74,7 +70,7 @@ def matrix(request, tmp_path_factory):
     def one(case):
         tier, point, change = case
         directory = tmp_path_factory.mktemp(f"{request.param}-t{tier}-{point}-{change}")
-        journal = cluster.create_database(f"m_{uuid.uuid4().hex[:12]}") if cluster else None
+        journal = fresh_database(cluster, "m") if cluster else None
         gate_worker.setup_world(directory)
         exits = []
         if point.startswith("recovery_"):
