@@ -536,9 +536,17 @@ class Journal:
 
     def _move_index(self, checkpoint: Checkpoint) -> None:
         """Hand every entry read since the index's checkpoint to the index, which then covers `checkpoint`, and
-        forget them here (committed now, or with the checkpoint that ends a long read)."""
+        forget them here (committed now, or with the checkpoint that ends a long read).
+
+        The index only moves forward: every entry before its checkpoint is in it, each effect's once, so a writer
+        that reaches its count behind a checkpoint another process moved the index to (while catching up) only
+        forgets what it read. Moved back, the next move would file again effects the index already holds in part,
+        and the rows it holds would hide the rest."""
         covered = self._index.covered()
         floor = covered.offset if covered is not None else 0
+        if floor >= checkpoint.offset:
+            self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
+            return
         rows: list[tuple[str, list[int]]] = []
         opened, settled = [], []
         for eid, record in self._tail.items():

@@ -170,3 +170,44 @@ def test_a_reader_far_behind_moves_the_index_as_it_catches_up(tmp_path):
         reader.refresh()
         assert len(reader) == 380 and checkpoints(path)[-1]["seq"] > 380 - 50  # it did not hold them all
         assert reader.effect(f"{3:012x}").resolution["result"] == 3
+
+
+def test_a_writer_catching_up_behind_a_later_checkpoint_leaves_the_index_whole(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    behind = Journal(path, checkpoint_every=50)  # counts toward its next index move from the journal's start
+    last = f"a{33:011x}"
+    with Journal(path, checkpoint_every=50) as ahead:
+        for n in range(34):
+            ahead.append("PROPOSED", f"a{n:011x}", {"payload_hash": "p"})
+            ahead.append("AUTHORIZED", f"a{n:011x}", {"lease": None})
+        ahead.checkpoint()  # the index moves to entry 67, off the other writer's count
+        ahead.append("DISPATCHED", last, {"epoch": 1})
+        ahead.append("COMMITTED", last, {"via": "send", "result": 1})
+    behind.append("PROPOSED", "b" * 12, {"payload_hash": "p"})  # catching up, it reaches its count at entry 49
+    behind.close()
+    with Journal(path, checkpoint_every=50) as reader:  # starts from the index
+        assert reader.effect(last).kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+        assert all(reader.effect(f"a{n:011x}").kinds == ["PROPOSED", "AUTHORIZED"] for n in range(33))
+
+
+SENDER = """
+import sys, time
+from interlock import Journal
+time.sleep(float(sys.argv[3]))  # a late opener reads far, and checkpoints where its read ends, off the others' count
+with Journal(sys.argv[1], checkpoint_every=10) as journal:
+    for n in range(60):
+        eid = sys.argv[2] + f"{n:06x}"
+        for kind, data in (("PROPOSED", {"payload_hash": "p"}), ("DISPATCHED", {"epoch": 1}),
+                           ("COMMITTED", {"via": "send", "result": n})):
+            journal.append(kind, eid, data)
+"""
+
+
+def test_processes_moving_the_index_at_their_own_counts_leave_every_effect_whole(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", SENDER, str(path), f"{p:06x}", str(0.05 * p)], cwd=ROOT)
+             for p in range(8)]
+    assert [p.wait(120) for p in procs] == [0] * 8
+    with Journal(path, checkpoint_every=10) as reader:
+        found = {f"{p:06x}{n:06x}": reader.effect(f"{p:06x}{n:06x}") for p in range(8) for n in range(60)}
+    assert {eid: r.kinds for eid, r in found.items() if r.kinds != ["PROPOSED", "DISPATCHED", "COMMITTED"]} == {}
