@@ -60,14 +60,17 @@ class Gate:
     def submit(self, effect: Effect) -> Outcome:
         """Send the effect at most once, only while its lease is live and its premises hold."""
         eid = effect.effect_id
-        journaled = _journalable(effect, self.target.name)
-        payload_hash = digest(effect.payload)
-        claim = self.claims.acquire(eid, self.claim_wait)
+        proposed = {**_journalable(effect, self.target.name), "payload_hash": digest(effect.payload)}
+        acquire_with_first = getattr(self.claims, "acquire_with_first", None)
+        if acquire_with_first is None:
+            claim = self.claims.acquire(eid, self.claim_wait)
+        else:  # PROPOSED in the claim's own round trip, if the effect has no entries yet
+            claim = acquire_with_first(eid, self.claim_wait, PROPOSED, proposed)
         if claim is None:
             return Outcome(Status.IN_FLIGHT, eid)
         with claim:
             try:
-                return self._submit_claimed(effect, journaled, payload_hash, claim)
+                return self._submit_claimed(effect, proposed, claim)
             except ClaimLost:  # stopped past the claim's lifetime: the new owner settles the effect; this one stops
                 return Outcome(Status.IN_FLIGHT, eid)
 
@@ -94,18 +97,20 @@ class Gate:
     def _recovery(self, effect: Effect, claim: ClaimLike) -> Recovery:
         return Recovery(self.journal, self.target, effect, claim, self.hooks)
 
-    def _submit_claimed(self, effect: Effect, journaled: dict[str, Any], payload_hash: str,
-                        claim: ClaimLike) -> Outcome:
+    def _submit_claimed(self, effect: Effect, proposed: dict[str, Any], claim: ClaimLike) -> Outcome:
         eid = effect.effect_id
+        # PROPOSED is written at once, never ahead: it keeps the facts the decision was taken on, so a job restarted
+        # after a crash from here on is held to them, not to what it reads now
+        if getattr(claim, "wrote_first", False):
+            self.hooks.reach(points.AFTER_PROPOSED)
+            return self._dispatch(effect, claim, proposed["premises"])
         self.journal.refresh()
         record = self.journal.effect(eid)
         if record is None:
-            # written at once, never ahead: it keeps the facts the decision was taken on, so a job restarted
-            # after a crash from here on is held to them, not to what it reads now
-            append_claimed(self.journal, claim, PROPOSED, eid, {**journaled, "payload_hash": payload_hash})
+            append_claimed(self.journal, claim, PROPOSED, eid, proposed)
             self.hooks.reach(points.AFTER_PROPOSED)
-            return self._dispatch(effect, claim, journaled["premises"])
-        elif record.payload_hash != payload_hash:
+            return self._dispatch(effect, claim, proposed["premises"])
+        elif record.payload_hash != proposed["payload_hash"]:
             return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
         elif record.resolution is not None:
             return recorded_outcome(record)

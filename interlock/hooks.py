@@ -6,7 +6,7 @@ below. Without one the gate calls a hook that does nothing, so no setting outsid
 
 | point | where the gate is |
 |---|---|
-| `after_proposed` | PROPOSED is appended (the PostgreSQL journal writes it with the effect's next append); nothing checked or sent yet |
+| `after_proposed` | PROPOSED is appended (on PostgreSQL in the claim's own transaction); nothing checked or sent yet |
 | `before_send` | DISPATCHED is journaled (on PostgreSQL made durable by the confirm's flush); the last look at lease and premises has not run |
 | `before_request` | after the last look and the claim confirm, immediately before the request |
 | `after_commit` | the service answered; COMMITTED is not journaled yet |

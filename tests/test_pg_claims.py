@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from interlock import verify_journal
 from interlock.errors import ClaimLost, GuardFailed
 
 from pg_worker import pg_cluster, pg_url  # noqa: F401  (fixtures)
@@ -150,6 +151,40 @@ def test_a_claim_brings_its_effects_entries_and_an_append_makes_the_next_read_go
     assert claims.journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED"]
     claim.release()
     claims.close()
+
+
+
+def test_a_claim_on_a_new_effect_writes_its_first_entry_in_the_same_transaction(pg_url):
+    claims = _claims(pg_url, ttl=30)
+    with claims.acquire_with_first("e1", 1, "PROPOSED", {"payload_hash": "p"}) as claim:
+        assert claim.wrote_first
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            written, claimed = conn.execute(
+                "SELECT j.xmin::text, c.xmin::text FROM interlock_journal j"
+                " JOIN interlock_claims c USING (effect_id) WHERE effect_id = 'e1'").fetchone()
+        assert written == claimed  # one round trip, one transaction
+        assert claims.journal.effect("e1").kinds == ["PROPOSED"]
+        claims.journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})  # fenced on the new claim, and links to it
+    assert verify_journal(claims.journal.entries())["valid"]
+    claims.close()
+
+
+def test_a_claim_on_an_effect_with_entries_writes_no_first_entry(pg_url):
+    claims = _claims(pg_url, ttl=30)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    with claims.acquire_with_first("e1", 1, "PROPOSED", {"payload_hash": "q"}) as claim:
+        assert not claim.wrote_first
+        assert [e["payload_hash"] for e in claims.journal.entries("e1")] == ["p"]
+    claims.close()
+
+
+def test_a_claim_a_live_holder_keeps_writes_no_first_entry(pg_url):
+    holder, other = _claims(pg_url, ttl=30), _claims(pg_url, ttl=30)
+    with holder.acquire("e1", 1):
+        assert other.acquire_with_first("e1", 0, "PROPOSED", {"payload_hash": "p"}) is None
+        assert holder.journal.entries("e1") == []
+    holder.close()
+    other.close()
 
 
 _RELEASED_UNANSWERED = """

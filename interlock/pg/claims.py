@@ -50,6 +50,7 @@ class PgClaim:
     taken: str  # how: new, released (by its last holder), expired (its lease ran out), holder_gone
     _claims: PgClaims | None = field(repr=False)
     lost: bool = False
+    wrote_first: bool = False  # the effect's first entry, given to `acquire_with_first`, went with the claim
 
     def confirm(self) -> bool:
         """Whether this epoch still owns the effect with a live lease, now extended to a full ttl (one round trip).
@@ -117,14 +118,24 @@ class PgClaims:
 
         Raises JournalUnavailable(sent=False) when the database cannot be reached.
         """
+        return self._acquire(effect_id, wait, (None, None, None))
+
+    def acquire_with_first(self, effect_id: str, wait: float, kind: str, data: dict[str, Any]) -> PgClaim | None:
+        """`acquire`, writing the entry (`kind`, `data`) in the claim's own round trip and transaction, under the new
+        claim, if the effect has no entries yet; the claim's `wrote_first` says whether it is stored. The gate's
+        PROPOSED goes this way: written at once, as always, without a round trip of its own."""
+        _, _, token, body, _ = self.journal.template(kind, effect_id, data)
+        return self._acquire(effect_id, wait, (kind, token, body))
+
+    def _acquire(self, effect_id: str, wait: float, first: tuple[str | None, str | None, str | None]) -> PgClaim | None:
         deadline = time.monotonic() + wait
         holder = uuid.uuid4().hex
         while True:
-            epoch, taken, seqs, lines = self._run(lambda conn: _one(conn.execute(
-                "SELECT * FROM interlock_acquire(%s, %s, %s, %s)", (effect_id, holder, self.owner, self.ttl))),
-                f"claim {effect_id}")
+            epoch, taken, seqs, lines, wrote = self._run(lambda conn: _one(conn.execute(
+                "SELECT * FROM interlock_acquire(%s, %s, %s, %s, %s, %s, %s)",
+                (effect_id, holder, self.owner, self.ttl, *first))), f"claim {effect_id}")
             if epoch is not None:
-                claim = PgClaim(effect_id, epoch, holder, taken, self)
+                claim = PgClaim(effect_id, epoch, holder, taken, self, wrote_first=bool(wrote))
                 self.journal.fence(effect_id, epoch, holder, list(zip(seqs or (), lines or ())))
                 with self._lock:
                     self._held[effect_id] = claim

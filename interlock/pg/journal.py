@@ -38,7 +38,8 @@ class PgJournal:
     transaction commits without waiting for the disk, which frees the lock at once. An entry nothing waits on
     (the gate's AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's next append,
     in that append's transaction, so a gated effect's AUTHORIZED and DISPATCHED cost one round trip. PROPOSED
-    never goes ahead: it holds the facts the effect was decided on, which a restarted job is held to.
+    never goes ahead: it holds the facts the effect was decided on, which a restarted job is held to. The gate
+    writes it in the claim's own round trip instead (`PgClaims.acquire_with_first`), committed with the claim.
 
     Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
     claim this process holds, the send commits without waiting and the claim's confirm, which every request
@@ -66,7 +67,7 @@ class PgJournal:
         self._epochs: dict[str, tuple[int, str]] = {}
         self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
-        self._ahead: dict[str, list[tuple[Any, ...]]] = {}  # entries as _entry lays them out
+        self._ahead: dict[str, list[tuple[Any, ...]]] = {}  # entries as `template` lays them out
         self._unflushed: dict[str, str] = {}
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
@@ -132,7 +133,7 @@ class PgJournal:
         if kind in SENDS or kind in RESOLUTIONS:
             raise ValueError(f"{kind} is waited on: append it")
         self._found.pop(effect_id, None)
-        self._ahead.setdefault(effect_id, []).append(self._entry(kind, effect_id, data))
+        self._ahead.setdefault(effect_id, []).append(self.template(kind, effect_id, data))
 
     def append_dispatch(self, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
         """Append DISPATCHED only if every guard holds, checked in the same transaction as the write.
@@ -253,8 +254,8 @@ class PgJournal:
                 raise ClaimLost(_first_line(exc)) from None
             raise JournalUnavailable(f"{self.path}: {what}: {_first_line(exc)}", sent=sent) from None
 
-    def _entry(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[Any, ...]:
-        """(kind, epoch, token, body, late body): one entry as `interlock_append_all` takes it."""
+    def template(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[Any, ...]:
+        """(kind, epoch, token, body, late body): one entry laid out as `interlock_append_all` takes it."""
         return (kind, data.get("epoch"), *_templates(kind, effect_id, plain(data)))
 
     def _params(self, effect_id: str, entries: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -272,7 +273,7 @@ class PgJournal:
                           f"{ahead[-1][0]} for effect {effect_id} may not be written", self._sent(ahead[-1][0], effect_id))
 
     def _append(self, kind: str, effect_id: str, data: dict[str, Any], guards: Sequence[Guard]) -> dict[str, Any]:
-        entries = [*self._ahead.get(effect_id, []), self._entry(kind, effect_id, data)]
+        entries = [*self._ahead.get(effect_id, []), self.template(kind, effect_id, data)]
         params = self._params(effect_id, entries)
         append_all = _append_all(len(entries))
         waits = kind in SENDS and effect_id not in self._epochs  # a claimed effect's send: the confirm flushes it

@@ -79,16 +79,21 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Take the claim if it is free, released, expired, or its holder is gone (its session's lock is free) with no
--- request in flight. Returns the new epoch, how it was taken and the effect's entries as the new holder finds
--- them (seq and line, read after the claim is taken), or a NULL epoch while a live holder keeps it.
+-- request in flight. Given a first entry (kind, token, body as `interlock_append_all` takes them), write it under
+-- the new claim when the effect has no entries yet, in the same transaction. Returns the new epoch, how it was
+-- taken, the effect's entries as the new holder finds them (seq and line, read after the claim is taken and the
+-- first entry written) and whether that first entry is stored; or a NULL epoch while a live holder keeps it.
 DROP FUNCTION IF EXISTS interlock_claim(text, text, text, float8);
+DROP FUNCTION IF EXISTS interlock_acquire(text, text, text, float8);
 CREATE OR REPLACE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,
+                                             p_kind text, p_token text, p_body text,
                                              OUT r_epoch bigint, OUT r_taken text, OUT r_seqs bigint[],
-                                             OUT r_lines text[])
+                                             OUT r_lines text[], OUT r_first boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     c interlock_claims%ROWTYPE;
     v_stopped bigint;
+    v_sync text;
 BEGIN
     INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp(), NULL)
         ON CONFLICT DO NOTHING;
@@ -139,7 +144,14 @@ BEGIN
          WHERE effect_id = p_effect;
         r_epoch := c.epoch + 1;
     END taking;
-    SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq) INTO r_seqs, r_lines
+    IF p_body IS NOT NULL AND NOT EXISTS (SELECT FROM interlock_journal WHERE effect_id = p_effect) THEN
+        v_sync := current_setting('synchronous_commit');  -- the append's own setting must not change the claim's
+        PERFORM interlock_append_all(p_effect, ARRAY[p_kind], ARRAY[NULL::bigint], r_epoch, p_holder,
+                                     ARRAY[p_token], ARRAY[p_body], ARRAY[NULL::text]);
+        PERFORM set_config('synchronous_commit', v_sync, true);
+    END IF;
+    SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq),
+           coalesce(bool_or(token = p_token), false) INTO r_seqs, r_lines, r_first
       FROM interlock_journal WHERE effect_id = p_effect;  -- read now that the claim is this holder's
 END $$;
 
