@@ -422,6 +422,7 @@ class Journal:
     def _resume(self, covered: Checkpoint) -> None:
         """Start from the index's checkpoint: the journal must still reach it and carry its head there."""
         where = f"{self.path}:{covered.seq + 1}"
+        self._files.follow()  # the live segment opened before the lock may have been rolled since
         size = self._files.size()
         if size < covered.offset:
             raise JournalCorrupt(f"{where}: the journal is {size} bytes, shorter than its checkpoint at byte "

@@ -115,17 +115,24 @@ class SegmentFiles:
         """Up to `size` bytes at logical `offset`, never past the end of the segment holding it."""
         if offset >= self.base:
             return os.pread(self.fd, size, offset - self.base)
-        segment = self._holding(offset)
-        fd = self._fds.get(segment.base)
-        if fd is None:
-            fd = self._fds[segment.base] = os.open(segment.path, os.O_RDONLY)
+        segment, fd = self._holding(offset)
         return os.pread(fd, min(size, segment.end - offset), offset - segment.base)
 
-    def _holding(self, offset: int) -> Segment:
+    def _holding(self, offset: int) -> tuple[Segment, int]:
+        """The rolled segment holding `offset` and a descriptor on it; the segments are listed again when it is
+        not where the last listing saw it (another process archived it meanwhile)."""
         for attempt in range(2):
             i = bisect.bisect_right([s.base for s in self._rolled], offset) - 1
-            if i >= 0 and self._rolled[i].base <= offset < self._rolled[i].end and self._rolled[i].path.exists():
-                return self._rolled[i]
+            if i >= 0 and self._rolled[i].base <= offset < self._rolled[i].end:
+                segment = self._rolled[i]
+                fd = self._fds.get(segment.base)
+                if fd is not None:
+                    return segment, fd  # still readable wherever the file was moved
+                try:
+                    fd = self._fds[segment.base] = os.open(segment.path, os.O_RDONLY)
+                    return segment, fd
+                except FileNotFoundError:
+                    pass
             if attempt == 0:
                 self._drop_descriptors()
                 self._refresh()
@@ -138,12 +145,14 @@ class SegmentFiles:
         self._fds.clear()
 
     def archive_before(self, offset: int) -> list[Path]:
-        """Move every rolled segment that ends at or before `offset` into the archive directory."""
+        """Move every rolled segment that ends at or before `offset` into the archive directory. Call under the
+        journal's lock: the segments are listed afresh there, since another process may have archived some."""
         if self.archive is None:
             raise ValueError(f"{self.path}: no archive directory was given")
         self.archive.mkdir(parents=True, exist_ok=True)
         moved = []
         self._drop_descriptors()
+        self._refresh()
         for segment in self._rolled:
             if segment.end <= offset and segment.path.parent != self.archive:
                 target = self.archive / segment.path.name

@@ -194,20 +194,23 @@ SENDER = """
 import sys, time
 from interlock import Journal
 time.sleep(float(sys.argv[3]))  # a late opener reads far, and checkpoints where its read ends, off the others' count
-with Journal(sys.argv[1], checkpoint_every=10) as journal:
-    for n in range(60):
+with Journal(sys.argv[1], checkpoint_every=7, segment_bytes=10_000, archive=sys.argv[4]) as journal:
+    for n in range(50):
         eid = sys.argv[2] + f"{n:06x}"
         for kind, data in (("PROPOSED", {"payload_hash": "p"}), ("DISPATCHED", {"epoch": 1}),
                            ("COMMITTED", {"via": "send", "result": n})):
             journal.append(kind, eid, data)
+        if n % 17 == 5:
+            journal.archive_settled()
 """
 
 
-def test_processes_moving_the_index_at_their_own_counts_leave_every_effect_whole(tmp_path):
-    path = tmp_path / "journal.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", SENDER, str(path), f"{p:06x}", str(0.05 * p)], cwd=ROOT)
-             for p in range(8)]
-    assert [p.wait(120) for p in procs] == [0] * 8
-    with Journal(path, checkpoint_every=10) as reader:
-        found = {f"{p:06x}{n:06x}": reader.effect(f"{p:06x}{n:06x}") for p in range(8) for n in range(60)}
+def test_processes_moving_the_index_rolling_and_archiving_at_once_leave_every_effect_whole(tmp_path):
+    path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
+    procs = [subprocess.Popen([sys.executable, "-c", SENDER, str(path), f"{p:06x}", str(0.05 * p), str(archive)],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True) for p in range(12)]
+    failed = [err.strip().splitlines()[-1] for err in (p.communicate(timeout=120)[1] for p in procs) if err.strip()]
+    assert failed == []
+    with Journal(path, checkpoint_every=7, archive=archive) as reader:
+        found = {f"{p:06x}{n:06x}": reader.effect(f"{p:06x}{n:06x}") for p in range(12) for n in range(50)}
     assert {eid: r.kinds for eid, r in found.items() if r.kinds != ["PROPOSED", "DISPATCHED", "COMMITTED"]} == {}
