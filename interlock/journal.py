@@ -545,7 +545,7 @@ class Journal:
         and the rows it holds would hide the rest."""
         covered = self._index.covered()
         floor = covered.offset if covered is not None else 0
-        if floor >= checkpoint.offset:
+        if covered is not None and floor >= checkpoint.offset:
             self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
             return
         rows: list[tuple[str, list[int]]] = []
