@@ -1,8 +1,9 @@
 """One worker of a fleet sharing a JSONL journal, run as a real process by tests/test_fleet.py.
 
-`python -m tests.fleet_worker DIR KEYS SEED` submits effects `k0` .. `k<KEYS-1>` in an order of its own (SEED) to
-a service that stores each send as a file `DIR/service/<effect id>.<random>` and finds an effect by its files, on
-a journal that checkpoints every 5 entries, rolls at 5 KB and archives its settled segments every few effects.
+`python -m tests.fleet_worker DIR KEYS SEED [JOURNAL]` submits effects `k0` .. `k<KEYS-1>` in an order of its own
+(SEED) to a service that stores each send as a file `DIR/service/<effect id>.<random>` and finds an effect by its
+files. Without JOURNAL, on `DIR/journal.jsonl`, which checkpoints every 5 entries, rolls at 5 KB and archives its
+settled segments every few effects; with a PostgreSQL address, on that journal, its claims leased for a second.
 It stops at the first outcome that is a refusal or AMBIGUOUS, printing it.
 """
 
@@ -16,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from interlock import Effect, FunctionTarget, Gate, Journal
+from interlock.backends import open_journal
 
 CHECKPOINT_EVERY = 5
 SEGMENT_BYTES = 5_000
 ARCHIVE_EVERY = 13
+LEASE = 1.0  # seconds, on PostgreSQL: a holder killed inside a request keeps its claim this long
 
 
 def service_target(folder: Path) -> FunctionTarget:
@@ -37,10 +40,14 @@ def service_target(folder: Path) -> FunctionTarget:
     return FunctionTarget("files", send, tier=2, find=find, in_flight=0.0)  # a request dies with its sender
 
 
-def main(folder: Path, keys: int, seed: int) -> int:
-    journal = Journal(folder / "journal.jsonl", checkpoint_every=CHECKPOINT_EVERY, segment_bytes=SEGMENT_BYTES,
-                      archive=folder / "archive")
-    gate = Gate(journal, service_target(folder / "service"), claim_wait=10)
+def main(folder: Path, keys: int, seed: int, address: str | None) -> int:
+    if address is None:
+        journal: Any = Journal(folder / "journal.jsonl", checkpoint_every=CHECKPOINT_EVERY,
+                               segment_bytes=SEGMENT_BYTES, archive=folder / "archive")
+        claims = None
+    else:
+        journal, claims = open_journal(address, claim_ttl=LEASE)
+    gate = Gate(journal, service_target(folder / "service"), claims=claims, claim_wait=10)
     order = list(range(keys))
     random.Random(seed).shuffle(order)
     for n, k in enumerate(order):
@@ -48,10 +55,10 @@ def main(folder: Path, keys: int, seed: int) -> int:
         if outcome.status.value.startswith("REFUSED") or outcome.status.value == "AMBIGUOUS":
             print(f"k{k}: {outcome}")
             return 1
-        if n % ARCHIVE_EVERY == 3:
+        if n % ARCHIVE_EVERY == 3 and address is None:
             journal.archive_settled()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))
+    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None))
