@@ -4,7 +4,8 @@
 (SEED) to a service that stores each send as a file `DIR/service/<effect id>.<random>` and finds an effect by its
 files. Without JOURNAL, on `DIR/journal.jsonl`, which checkpoints every 5 entries, rolls at 5 KB and archives its
 settled segments every few effects; with a PostgreSQL address, on that journal, its claims leased for a second.
-It stops at the first outcome that is a refusal or AMBIGUOUS, printing it.
+It stops at the first outcome that is a refusal or AMBIGUOUS, printing it, and exits AWAY when the journal cannot
+be reached (a supervisor would start it again).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from interlock import Effect, FunctionTarget, Gate, Journal
+from interlock import Effect, FunctionTarget, Gate, Journal, JournalUnavailable
 from interlock.backends import open_journal
 
 CHECKPOINT_EVERY = 5
 SEGMENT_BYTES = 5_000
 ARCHIVE_EVERY = 13
+AWAY = 3  # the exit code of a worker that found the journal out of reach
 LEASE = 1.0  # seconds, on PostgreSQL: a holder killed inside a request keeps its claim this long
 
 
@@ -61,4 +63,8 @@ def main(folder: Path, keys: int, seed: int, address: str | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None))
+    try:
+        sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None))
+    except JournalUnavailable as away:
+        print(away)
+        sys.exit(AWAY)
