@@ -185,6 +185,27 @@ def test_recover_settles_an_effect_that_was_only_proposed(tmp_path, service):
     assert len(service.landed) == 1
 
 
+
+def test_the_proposal_is_in_the_journal_before_the_gate_goes_on_and_on_postgresql_it_came_with_the_claim(
+        tmp_path, service, backend):
+    seen = []
+
+    class Look:
+        def reach(self, point):
+            if point == "after_proposed":
+                seen.append(kinds(gate, effect_id_for("rollback:b/o:INC-1")))
+                if backend == "postgresql":
+                    import psycopg
+
+                    with psycopg.connect(journal_address(tmp_path), autocommit=True) as conn:
+                        seen.append(conn.execute(
+                            "SELECT j.xmin = c.xmin FROM interlock_journal j JOIN interlock_claims c USING (effect_id)"
+                            " WHERE j.kind = 'PROPOSED'").fetchone()[0])  # one transaction: one round trip
+
+    gate = gated(tmp_path, FunctionTarget("svc", service.send, tier=3), hooks=Look())
+    assert gate.submit(effect()).status == "COMMITTED"
+    assert seen == [["PROPOSED"]] + ([True] if backend == "postgresql" else [])
+
 def test_gates_share_a_journal_object(tmp_path, service):
     journal, claims = journal_in(tmp_path)
     first = Gate(journal, FunctionTarget("a", service.send, tier=3), claims=claims)
