@@ -1,4 +1,4 @@
-"""One worker of a fleet sharing a JSONL journal, run as a real process by tests/test_fleet.py.
+"""One worker of a fleet sharing one journal, run as a real process by tests/test_fleet.py.
 
 `python -m tests.fleet_worker DIR KEYS SEED [JOURNAL]` submits effects `k0` .. `k<KEYS-1>` in an order of its own
 (SEED) to a service that stores each send as a file `DIR/service/<effect id>.<random>` and finds an effect by its
@@ -63,8 +63,9 @@ def main(folder: Path, keys: int, seed: int, address: str | None) -> int:
 
 
 if __name__ == "__main__":
+    folder, keys, seed, *address = sys.argv[1:]
     try:
-        sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None))
+        sys.exit(main(Path(folder), int(keys), int(seed), address[0] if address else None))
     except JournalUnavailable as away:
         print(away)
         sys.exit(AWAY)

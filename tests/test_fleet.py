@@ -40,10 +40,18 @@ def address(request) -> str | None:
     return fresh_database(request.getfixturevalue("pg_cluster"), "fleet")
 
 
-def _journal(folder: Path, address: str | None):
+def _recorded(folder: Path, address: str | None) -> collections.Counter:
+    """How many of the effects the journal records with each resolution kind."""
     if address is None:
-        return Journal(folder / "journal.jsonl", archive=folder / "archive")
-    return open_journal(address)[0]
+        journal, claims = Journal(folder / "journal.jsonl", archive=folder / "archive"), None
+    else:
+        journal, claims = open_journal(address)
+    try:
+        return collections.Counter(journal.effect(effect_id_for(f"k{k}")).resolution["kind"] for k in range(KEYS))
+    finally:
+        journal.close()
+        if claims is not None:
+            claims.close()
 
 
 def _fleet(folder: Path, address: str | None, seed: int, outage: Callable[[random.Random], None] | None = None,
@@ -74,9 +82,7 @@ def _fleet(folder: Path, address: str | None, seed: int, outage: Callable[[rando
     assert last.returncode == 0
     copies = collections.Counter(f.name.split(".")[0] for f in (folder / "service").iterdir())
     assert {eid: n for eid, n in copies.items() if n != 1} == {} and len(copies) == KEYS
-    with _journal(folder, address) as journal:
-        kinds = collections.Counter(journal.effect(effect_id_for(f"k{k}")).resolution["kind"] for k in range(KEYS))
-    assert kinds == {"COMMITTED": KEYS}
+    assert _recorded(folder, address) == {"COMMITTED": KEYS}
 
 
 @pytest.mark.parametrize("seed", [0, 1])
