@@ -85,6 +85,22 @@ def test_verifying_the_stored_lines_says_what_verifying_their_entries_says(journ
     assert from_lines == from_entries and from_lines["valid"]
 
 
+def test_an_effect_split_by_a_line_naming_no_effect_still_links_and_keeps_its_checks(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append("PROPOSED", "split", {"n": 1})
+        journal.append("DISPATCHED", "split", {"checks": {"lease_live": False, "violations": []}})
+        journal.append("COMMITTED", "split", {"result": {"n": 1}})
+    lines = raw_lines(path)
+    lines[1:1] = [json.dumps({"kind": "PROPOSED", "effect_id": 5, "ts": 1.0}).encode()]
+    entries = [json.loads(line) for line in lines]
+    from_lines, from_entries = verify_journal(lines), verify_journal(entries)
+    assert from_lines == from_entries
+    receipt = from_lines["effects"]["split"]
+    assert receipt["happened"] is True and receipt["authorized_when_fired"] is False
+    assert not any("effect_prev" in problem for problem in receipt["problems"])
+
+
 def test_a_line_edited_in_place_fails_its_own_hash(journal_path):
     lines = raw_lines(journal_path)
     at = next(i for i, line in enumerate(lines) if b'"via":"send"' in line)

@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..kinds import AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED
-from ._entry import MISSING, Read, Shaped
+from ._entry import MISSING, Checks, Read, Shaped
 
 COVERS = ("tamper_evident: every entry's hash recomputes and links to its predecessor. Unsigned, that rules "
           "out edits, reorders and deletions inside the chain, not a wholesale rewrite, a well-formed entry "
@@ -96,14 +96,22 @@ class EffectCheck:
         kind = entry.kind
         if self.first is None:
             self.first = kind != PROPOSED
-        if type(entry) is not Shaped:  # the decoder did not check its shape
-            self._shape(i, entry)
-        rechecked = entry.rechecked
-        if rechecked is not MISSING and type(rechecked) is dict:
-            self.rechecked = rechecked
-        fold = _FOLDS.get(kind) if type(kind) is str else None  # an unhashable kind is named by _shape
+        if type(entry) is Shaped:  # the decoder checked its shape: a known kind, an object or nothing rechecked
+            if entry.rechecked is not MISSING:
+                self.rechecked = entry.rechecked
+            fold = _FOLDS.get(kind)
+        else:
+            fold = self._shaped(i, entry)
         if fold is not None:
             fold(self, i, entry)
+
+    def _shaped(self, i: int, entry: Read) -> Any:
+        """Check the shape of an entry the decoder did not shape, take what it rechecked, and return its fold."""
+        self._shape(i, entry)
+        kind, rechecked = entry.kind, entry.rechecked
+        if rechecked is not MISSING and type(rechecked) is dict:
+            self.rechecked = rechecked
+        return _FOLDS.get(kind) if type(kind) is str else None  # an unhashable kind is named by _shape
 
     def _shape(self, i: int, entry: Read) -> None:
         """Say what is first wrong with the shape of entry `i`, if anything."""
@@ -141,7 +149,10 @@ class EffectCheck:
             self.twice += (f"entries[{i}]: a DISPATCHED after a send that failed and may have landed",)
         self.open = self.span = True
         checks = entry.checks
-        if type(checks) is dict:
+        if type(checks) is Checks:
+            self.span_authorized = checks.lease_live is True
+            self.span_held = checks.violations == []
+        elif type(checks) is dict:  # an entry the decoder did not shape
             self.span_authorized = checks.get("lease_live") is True
             self.span_held = checks.get("violations") == []
         else:

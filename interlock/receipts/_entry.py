@@ -47,12 +47,19 @@ class Entry(msgspec.Struct, gc=False):
 Kind = Literal[tuple(sorted(KINDS))]  # type: ignore[valid-type]  # the kinds, for the decoder to check
 
 
+class Checks(msgspec.Struct, gc=False):
+    """What a send's `checks` object says that a receipt reads; the rest of it (the lease as seen) is skipped."""
+
+    lease_live: Any = None
+    violations: Any = None
+
+
 class Shaped(msgspec.Struct, gc=False, kw_only=True):
     """An `Entry` whose shape the decoder checked: a known kind, a number for its time, an object (or nothing) for
     its checks and rechecks. A stored line is decoded as one first, so the checks of an entry need not look again;
     one the decoder refuses is decoded as an `Entry` and its shape is checked field by field."""
 
-    checks: dict[str, Any] | UnsetType = MISSING
+    checks: Checks | UnsetType = MISSING
     code: Any = None
     effect_id: Any = None
     effect_prev: Any = None

@@ -27,6 +27,10 @@ def read(item: Any) -> tuple[Entry | None, bool]:
     return None, False
 
 
+_NOBODY: Any = object()  # equal to no effect id
+_EMPTY = sha256()
+
+
 class JournalCheck:
     """`scan` a journal's entries once, then read `summary` and iterate `receipts`, and `close` it (or use it as a
     context manager); never the entries or every receipt at once are kept, only each effect's running check, and
@@ -61,7 +65,9 @@ class JournalCheck:
         at_checkpoint: Any = None
         i = -1
         found = self._checks.get
+        fresh = _EMPTY.copy
         entry: Read | None
+        named: Any = _NOBODY  # the effect of the last entry that named one, whose check is `check`: entries cluster
         for i, item in enumerate(entries):
             if type(item) is bytes:
                 try:
@@ -70,8 +76,11 @@ class JournalCheck:
                     entry, holds = read_line(item)
                 else:
                     # canonical.laid_out_holds written out: the hash field at its place, over the bytes before it
-                    holds = (item[-HASH_SUFFIX:-66] == HASH_FIELD and item[-2:] == b'"}'
-                             and sha256(item[:-HASH_SUFFIX] + b"}").hexdigest() == entry.hash)
+                    holds = item[-HASH_SUFFIX:-66] == HASH_FIELD and item[-2:] == b'"}'
+                    if holds:
+                        digest = fresh()  # a copy of an empty digest: cheaper than a new one
+                        digest.update(item[:-HASH_SUFFIX] + b"}")
+                        holds = digest.hexdigest() == entry.hash
                     if not holds:
                         entry, holds = read_slowly(item)
             else:
@@ -86,11 +95,11 @@ class JournalCheck:
             if i == wanted:
                 at_checkpoint = previous
             eid = entry.effect_id
-            check = found(eid) if type(eid) is str else None
-            if check is None:
+            if eid != named:
                 if type(eid) is not str:
                     continue
-                check = self._named(eid)
+                check = found(eid) or self._named(eid)  # `_named` may set checks aside, never the one it returns
+                named = eid
             check.feed_own(entry, holds)
         self.entries = i + 1
         if self.checkpoint is not None:
