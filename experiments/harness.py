@@ -9,6 +9,7 @@ exit, an exception, KeyboardInterrupt) leaves no worker behind.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -197,21 +198,51 @@ def _parsed(name: str, text: str) -> Any:
     return text
 
 
-def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[str, Any]) -> dict[str, Any]:
-    """What a result file says about how it was made: services real or stand-in, decider, versions, commit."""
-    commit, dirty = _git_commit()
-    return {
+@dataclass(frozen=True)
+class Code:
+    """The code in the work tree: its commit, whether the tree has changes the commit does not hold, and a digest of
+    those changes, so two looks can tell whether the code moved between them."""
+
+    commit: str | None
+    dirty: bool | None
+    changes: str | None
+
+
+def code_now() -> Code:
+    """The work tree's code as it stands: taken when a run starts, since its workers load the code as they spawn."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        # results/ is what runs write, so a run after another run of the same commit is still a clean run
+        diff = subprocess.run(["git", "diff", "HEAD", "--", ".", ":!results"], cwd=ROOT, capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return Code(None, None, None)
+    if head.returncode != 0 or diff.returncode != 0:
+        return Code(None, None, None)
+    return Code(head.stdout.strip(), bool(diff.stdout), hashlib.sha256(diff.stdout).hexdigest())
+
+
+def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[str, Any],
+               started: Code) -> dict[str, Any]:
+    """What a result file says about how it was made: services real or stand-in, decider, versions, and the commit
+    the run started on (`started`); when the code moved while it ran, also what it was at the end, since workers
+    spawned after the move ran the new code."""
+    made: dict[str, Any] = {
         "script": script,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "services": services,
         "decider": decider,
         "versions": {"python": platform.python_version(), "interlock": _version("interlock"),
                      **{name: _version(name) for name in CLIENT_PACKAGES}},
-        "commit": commit,
-        "commit_dirty": dirty,
+        "commit": started.commit,
+        "commit_dirty": started.dirty,
         "claim": claim,
         "host": {"system": platform.system(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
+    ended = code_now()
+    if ended != started:
+        made["code_moved_during_run"] = {"commit_at_end": ended.commit, "commit_dirty_at_end": ended.dirty}
+    return made
 
 
 def _version(package: str) -> str | None:
@@ -219,19 +250,6 @@ def _version(package: str) -> str | None:
         return version(package)
     except PackageNotFoundError:
         return "source tree (not installed)" if package == "interlock" else None
-
-
-def _git_commit() -> tuple[str | None, bool | None]:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        # results/ is what runs write, so a run after another run of the same commit is still a clean run
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
-                                cwd=ROOT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None, None
-    if head.returncode != 0:
-        return None, None
-    return head.stdout.strip(), bool(status.stdout.strip())
 
 
 class Progress:

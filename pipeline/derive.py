@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import judge, peers, record, score
+from .commits import commit_said
 from .disagreements import disagreements
 from .faults import fault_of
 from .load import Node, read
@@ -152,13 +153,6 @@ def derive_cell(cell: Node, index: int, scenario: str) -> Cell:
     return dataclasses.replace(judged, disagreements=disagreements(cell, judged))
 
 
-def _commit(node: Node) -> str | None:
-    """The run's git commit, marked when the tree had uncommitted changes."""
-    commit = node.opt("commit", "string")
-    dirty = node.opt("commit_dirty", "boolean", False)
-    return f"{commit} (with uncommitted changes)" if commit and dirty else commit
-
-
 def _provenance(top: Node, scenario: str) -> Provenance:
     """The file's own provenance block, or what the published real-service files say about themselves."""
     node = top.opt_node("provenance")
@@ -186,7 +180,7 @@ def _provenance(top: Node, scenario: str) -> Provenance:
     return Provenance(
         published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
-        versions=node.opt("versions", "object", {}), commit=_commit(node),
+        versions=node.opt("versions", "object", {}), commit=commit_said(node),
         claim=node.opt("claim", "object", {}), extra=extra, peers=node.opt("peers", "object", {}),
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .commits import moved_to
 from .load import Node, read
 
 
@@ -85,6 +86,7 @@ class RunAt:
     dirty: bool  # the work tree had changes the commit does not hold
     claim_ttl_seconds: float | None = None
     claim_where: str = ""  # whose claims those are (untrusted text)
+    moved_to: str | None = None  # the code at the end of a run that started on other code (untrusted text)
 
     @property
     def short(self) -> str:
@@ -226,7 +228,7 @@ def run_at(provenance: Node | None) -> RunAt | None:
     claim = provenance.opt_node("claim")
     return RunAt(commit, provenance.opt("commit_dirty", "boolean", False),
                  claim.opt("claim_ttl_seconds", "number") if claim is not None else None,
-                 claim.opt("where", "string", "") if claim is not None else "")
+                 claim.opt("where", "string", "") if claim is not None else "", moved_to(provenance))
 
 
 def _retried(node: Node | None) -> tuple[Retried, ...]:

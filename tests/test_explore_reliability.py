@@ -109,3 +109,28 @@ def test_a_commit_that_is_not_a_string_names_the_file_and_the_field(tmp_path):
     _write(tmp_path, "explore_ledger_sigstop.json", data)
     with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*commit"):
         reliability(tmp_path)
+
+
+def test_an_exploration_whose_code_moved_during_its_run_says_to_what_and_escapes_it(tmp_path):
+    from pipeline.render import render_site
+
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["provenance"] = {"commit": "0c68c4223b6f8e2a0c6bd5c7a1a4f9e0d2b7c111", "commit_dirty": False,
+                          "code_moved_during_run": {"commit_at_end": "<i>9f1e</i>", "commit_dirty_at_end": True}}
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    docs = tmp_path / "docs"
+    render_site([], {}, docs, reliability(tmp_path))
+    page = (docs / "reliability.md").read_text()
+    assert ("Run at commit <code>0c68c422</code>; the code moved during the run, to <code>&#60;i&#62;9f1e&#60;/i&#62; "
+            "(with uncommitted changes)</code>, which the workers started after it ran.") in page
+
+
+def test_a_run_records_the_commit_it_started_on_and_where_the_code_had_moved_when_it_ended():
+    from experiments.harness import Code, code_now, provenance
+
+    now = code_now()
+    assert now.commit is not None and len(now.commit) == 40
+    assert "code_moved_during_run" not in provenance("run", {}, "none", {}, now)
+    made = provenance("run", {}, "none", {}, Code("0" * 40, False, "before"))
+    assert made["commit"] == "0" * 40 and made["commit_dirty"] is False
+    assert made["code_moved_during_run"] == {"commit_at_end": now.commit, "commit_dirty_at_end": now.dirty}
