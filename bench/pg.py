@@ -10,7 +10,10 @@ DISPATCHED written before it), every other entry with the next flush. Beside eac
 workers spent per effect and, apart, the database server's: every server process, counted over the whole run, so
 the warm-up effects it served are divided in and its sessions' start-up is in it. Worker counts are interleaved
 between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is
-shared; the load average at the start and the end says how busy it was.
+shared; each ratio (a scaling, PostgreSQL against JSONL) is the median of the ratios within a round, so drift
+between rounds falls on both sides of it alike; the load average at the start and the end says how busy it was. Each round also runs 16 workers each on
+a database of its own on the same server: sharing nothing but the server and the cores, they show about the most
+16 workers get from this machine, so the scaling a shared journal can reach here.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
@@ -55,6 +58,12 @@ def submitter(address: str, ttl: float, worker: int) -> Call:
     return lambda key: expect(gate.submit(Effect(key, {"key": key})).status, "COMMITTED")
 
 
+def own_database_submitter(addresses: tuple[str, ...], ttl: float, worker: int) -> Call:
+    """`submitter` on a database of the worker's own on the same server: sharing nothing but the server and the
+    cores, what such workers do together is about the most this machine gives them, whatever the journal does."""
+    return submitter(addresses[worker], ttl, worker)
+
+
 def _throughput(address: str, workers: int, run: str, ttl: float = 30.0) -> float:
     return _run(address, workers, run, ttl).effects_per_second
 
@@ -80,6 +89,27 @@ def server_cpu_seconds(data: Path) -> float:
         elif int(fields[1]) == postmaster:
             ticks += int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def per_round(runs: list[Run], against: list[Run]) -> float:
+    """The median over the rounds of each round's rate over the rate it is set against in that round: the machine's
+    drift between rounds falls on both sides of each ratio alike."""
+    return round(statistics.median(r.effects_per_second / a.effects_per_second for r, a in zip(runs, against)), 2)
+
+
+def _ceiling(owned: list[Run], served: list[float], runs: dict[tuple[str, int], list[Run]],
+             most: int) -> dict[str, Any]:
+    """The figures of `most` workers each on a database of its own, beside the shared journal's: the scaling a
+    shared journal can reach on this machine is about theirs at most."""
+    label = f"{most}_workers_own_databases"
+    return {
+        f"postgresql_effects_per_second_{label}": round(statistics.median(r.effects_per_second for r in owned), 1),
+        f"postgresql_scaling_{label}": per_round(owned, runs["postgresql", 1]),
+        f"postgresql_worker_cpu_ms_per_effect_{label}": round(
+            statistics.median(r.cpu_seconds_per_effect for r in owned) * 1000, 3),
+        f"postgresql_server_cpu_ms_per_effect_{label}": round(statistics.median(served) * 1000, 3),
+        f"postgresql_shared_vs_own_databases_{most}_workers": per_round(runs["postgresql", most], owned),
+    }
 
 
 def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
@@ -184,8 +214,11 @@ def run() -> dict[str, Any]:
                            "lease_ttl_seconds": LEASE_TTL, "load_average_at_start": os.getloadavg()[0]}
     with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
         backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
+        most = WORKERS[-1]
+        own = tuple(cluster.create_database(f"own_{w}") for w in range(most))
         runs: dict[tuple[str, int], list[Run]] = {(b, n): [] for b in backends for n in WORKERS}
-        served: dict[int, list[float]] = {n: [] for n in WORKERS}  # the server's CPU seconds per effect it served
+        owned: list[Run] = []
+        served: dict[int | str, list[float]] = {n: [] for n in (*WORKERS, "own")}  # server CPU s per effect served
         for i in range(REPEATS):  # every worker count and backend once per round, so drift falls on all alike
             for n in WORKERS:
                 for backend, address in backends.items():
@@ -193,6 +226,9 @@ def run() -> dict[str, Any]:
                     runs[backend, n].append(_run(address, n, f"{backend}-{n}-{i}"))
                     if backend == "postgresql":
                         served[n].append((server_cpu_seconds(cluster.data) - before) / (EFFECTS + WARMUP * n))
+            before = server_cpu_seconds(cluster.data)
+            owned.append(run_workers(own_database_submitter, (own, 30.0), most, EFFECTS, f"own-{i}"))
+            served["own"].append((server_cpu_seconds(cluster.data) - before) / (EFFECTS + WARMUP * most))
         rates = {b: {n: round(statistics.median(r.effects_per_second for r in runs[b, n]), 1) for n in WORKERS}
                  for b in backends}
         for backend in backends:
@@ -200,11 +236,12 @@ def run() -> dict[str, Any]:
                 out[f"{backend}_effects_per_second_{n}_workers"] = rates[backend][n]
                 out[f"{backend}_worker_cpu_ms_per_effect_{n}_workers"] = round(
                     statistics.median(r.cpu_seconds_per_effect for r in runs[backend, n]) * 1000, 3)
-                out[f"{backend}_scaling_{n}_workers"] = round(rates[backend][n] / rates[backend][1], 2)
+                out[f"{backend}_scaling_{n}_workers"] = per_round(runs[backend, n], runs[backend, 1])
         for n in WORKERS:  # warm-up effects and the sessions' start included: the server serves those too
             out[f"postgresql_server_cpu_ms_per_effect_{n}_workers"] = round(statistics.median(served[n]) * 1000, 3)
         for n in WORKERS:
-            out[f"postgresql_vs_jsonl_{n}_workers"] = round(rates["postgresql"][n] / rates["jsonl"][n], 2)
+            out[f"postgresql_vs_jsonl_{n}_workers"] = per_round(runs["postgresql", n], runs["jsonl", n])
+        out.update(_ceiling(owned, served["own"], runs, most))
         pg = backends["postgresql"]
         out["jsonl_takeover_after_sigkill"] = _takeovers(backends["jsonl"], "jsonl-killed", signal.SIGKILL, False)
         out["postgresql_takeover_after_sigkill_outside_a_request"] = _takeovers(pg, "killed", signal.SIGKILL, False)

@@ -51,7 +51,9 @@ DESCRIPTIONS: dict[str, Description] = {
         "send on disk before its request, every other entry with the next flush), the CPU time the workers spend "
         "per effect and, apart, the PostgreSQL server's (every server process over the whole run, its sessions' "
         "start-up and the warm-up effects included), and how soon another worker takes over an effect whose "
-        "holder was SIGKILLed or stopped.",
+        "holder was SIGKILLed or stopped. The 16_workers_own_databases figures are 16 workers each on a database "
+        "of its own on the same server, sharing nothing but the server and the cores: about the most 16 workers "
+        "get from this machine, so the ceiling of any shared journal's scaling here.",
         pivots=(("by concurrent workers", r"^(?P<col>.+)_(?P<row>\d+)_workers$", "workers"),),
         charts=(("by concurrent workers", r"effects_per_second"),)),
     "peers": Description(
