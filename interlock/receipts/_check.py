@@ -101,11 +101,11 @@ class EffectCheck:
                 self.rechecked = entry.rechecked
             fold = _FOLDS.get(kind)
         else:
-            fold = self._shaped(i, entry)
+            fold = self._fold_of_unshaped(i, entry)
         if fold is not None:
             fold(self, i, entry)
 
-    def _shaped(self, i: int, entry: Read) -> Any:
+    def _fold_of_unshaped(self, i: int, entry: Read) -> Any:
         """Check the shape of an entry the decoder did not shape, take what it rechecked, and return its fold."""
         self._shape(i, entry)
         kind, rechecked = entry.kind, entry.rechecked
