@@ -11,9 +11,10 @@ workers spent per effect and, apart, the database server's: every server process
 the warm-up effects it served are divided in and its sessions' start-up is in it. Worker counts are interleaved
 between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is
 shared; each ratio (a scaling, PostgreSQL against JSONL) is the median of the ratios within a round, so drift
-between rounds falls on both sides of it alike; the load average at the start and the end says how busy it was. Each round also runs 16 workers each on
-a database of its own on the same server: sharing nothing but the server and the cores, they show about the most
-16 workers get from this machine, so the scaling a shared journal can reach here.
+between rounds falls on both sides of it alike; the load average at the start and the end says how busy it was.
+Each round also runs 16 workers each on a database of its own on the same server: sharing nothing but the server
+and the cores, they show about the most 16 workers get from this machine, so the scaling a shared journal can
+reach here.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
