@@ -11,10 +11,9 @@ def commit_said(provenance: Node) -> str | None:
     commit = provenance.opt("commit", "string")
     if not commit:
         return commit
-    if provenance.opt("commit_dirty", "boolean", False):
-        commit += " (with uncommitted changes)"
+    started = _marked(commit, provenance.opt("commit_dirty", "boolean", False))
     moved = moved_to(provenance)
-    return f"{commit}; the code moved during the run, to {moved}" if moved else commit
+    return f"{started}; the code moved during the run, to {moved}" if moved else started
 
 
 def moved_to(provenance: Node) -> str | None:
@@ -22,5 +21,9 @@ def moved_to(provenance: Node) -> str | None:
     moved = provenance.opt_node("code_moved_during_run")
     if moved is None:
         return None
-    commit = moved.opt("commit_at_end", "string") or "an unknown commit"
-    return f"{commit} (with uncommitted changes)" if moved.opt("commit_dirty_at_end", "boolean", False) else commit
+    return _marked(moved.opt("commit_at_end", "string") or "an unknown commit",
+                   moved.opt("commit_dirty_at_end", "boolean", False))
+
+
+def _marked(commit: str, dirty: bool) -> str:
+    return f"{commit} (with uncommitted changes)" if dirty else commit
