@@ -59,8 +59,8 @@ class JournalLike(Protocol):
         """(seq, hash) of the last entry."""
         ...
 
-    def refresh(self) -> None:
-        """See what other processes appended."""
+    def refresh(self, *, check: bool = False) -> None:
+        """See what other processes appended; with `check`, every entry read is checked before this returns."""
         ...
 
     def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:

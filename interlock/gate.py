@@ -81,7 +81,7 @@ class Gate:
         if claim is None:
             return Outcome(Status.IN_FLIGHT, eid)
         with claim:
-            self.journal.refresh()
+            self.journal.refresh(check=True)
             record = self.journal.effect(eid)
             if record is None:
                 raise ConfigurationError(f"effect {eid} is not in {self.journal.path}")
@@ -104,7 +104,8 @@ class Gate:
         if getattr(claim, "wrote_first", False):
             self.hooks.reach(points.AFTER_PROPOSED)
             return self._dispatch(effect, claim, proposed["premises"])
-        self.journal.refresh()
+        # an effect claimed before may have entries: its decision rests on every line checked, not skimmed
+        self.journal.refresh(check=claim.epoch > 1)
         record = self.journal.effect(eid)
         if record is None:
             append_claimed(self.journal, claim, PROPOSED, eid, proposed)

@@ -3,20 +3,21 @@
 Beside the journal `J` live what the library keeps to trust it without rereading it: `J.witness` (the last durable
 entry, rewritten after each flush), `J.index` (where each effect's entries are, exact up to a checkpoint),
 `J.checkpoints` (every checkpoint written, signed when the journal has a key), `J.lock` (the append lock, on a
-file that never rolls) and, for a segmented journal, the rolled segments `J.<first byte>-<end byte>`. Opening checks the checkpoint and
-reads only what came after it; full verification of every entry stays with `interlock.receipts`.
+file that never rolls) and, for a segmented journal, the rolled segments `J.<first byte>-<end byte>`. Opening checks
+the checkpoint and reads only what came after it; full verification of every entry stays with `interlock.receipts`.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, TypeVar, cast
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -31,14 +32,8 @@ from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles, settling
 from .records import EffectRecord, Fields, as_fields, read_fields
 from .segments import SegmentFiles, line_at, line_batches, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
+from .skim import raw_id, skim
 from .witness import Mark, Witness, differs, disagreement
-
-
-def seal(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
-         record: EffectRecord | None, late: bool = False) -> dict[str, Any]:
-    """The next entry, linked and hashed; a resolution that comes late (the effect is already resolved, or the
-    writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
-    return laid_out(kind, effect_id, plain(data), seq=seq, prev=prev, record=record, late=late)[0]
 
 
 def plain(data: dict[str, Any]) -> dict[str, Any]:
@@ -50,8 +45,9 @@ def plain(data: dict[str, Any]) -> dict[str, Any]:
 
 def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev: str | None,
              record: EffectRecord | None, late: bool = False) -> tuple[dict[str, Any], bytes]:
-    """`seal` for data that is already `plain`, with its journal line: the hash is computed once, over the bytes
-    the line holds."""
+    """The next entry, linked and hashed, and its journal line (the hash is computed once, over the bytes the line
+    holds); `data` is already `plain`. A resolution that comes late (the effect is already resolved, or the
+    writer's claim was taken over) is kept as LATE_RESULT, never as a second resolution."""
     entry = unsealed(kind, effect_id, data, seq=seq, ts=time.time(), prev=prev,
                      effect_prev=record.last_hash if record else None,
                      late=late or (record is not None and record.settled_by is not None))
@@ -83,33 +79,55 @@ def encode(entry: dict[str, Any]) -> bytes:
 
 
 CHECKPOINT_EVERY = 10_000
-BEHIND_BYTES = 1 << 20  # an append checks at most this much of other writers' lines after the lock, not under it
+SKIM_BLOCK = 1 << 20  # other writers' lines are skimmed this many bytes at a time
 
 
-class Behind(NamedTuple):
-    """Where an append found the journal's end under the lock, with the head there: the lines before it that
-    this process had not read yet are checked after the lock."""
+class Cursor(NamedTuple):
+    """A place in the chain: the end of an entry, its seq and hash, the lines before it, and where that entry
+    starts with its predecessor's hash (what the witness records of it)."""
 
-    end: int
+    offset: int
     seq: int
-    head: str | None
+    last: str | None
+    line: int
+    tip_start: int
+    tip_prev: str | None
 
 
-def _named(effect_id: str) -> bytes:
-    """How a line the journal laid out names `effect_id`: found in other writers' bytes without parsing them. A
-    line laid out otherwise that names it is caught when the lines are checked, and the append then raises."""
-    return b'"effect_id":' + canonical_bytes(effect_id)
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _stops_at_damage(method: Method) -> Method:
+    """A read or write of the journal: once one found the journal damaged, every later one raises the same, so a
+    process that saw damage never appends (or sends) on the rest."""
+
+    @functools.wraps(method)
+    def guarded(self: Journal, *args: Any, **kwargs: Any) -> Any:
+        if self._damage is not None:
+            raise JournalCorrupt(self._damage)
+        try:
+            return method(self, *args, **kwargs)
+        except JournalCorrupt as exc:
+            self._damage = str(exc)
+            raise
+
+    return cast(Method, guarded)
 
 
 class Journal:
     """A JSONL journal file whose entries chain by `seq` and `prev` across all effects.
 
-    Every process appends under an exclusive flock and first reads whatever other processes appended since
-    its last look, so an append costs O(entries added by others), never O(journal size). Most of that reading
-    happens before the lock; what lands while a writer waits for its turn is, in the common case, checked right
-    after the lock and before the append returns (see `_behind`), so the lock is held for one write, not for
-    reading: many writers then queue behind short turns. A line found damaged there makes the append raise, and
-    its own line then follows the damaged one, which every later reader refuses.
+    Every process appends under an exclusive flock, so an append costs O(entries added by others since its last
+    look), never O(journal size), and each line is checked and folded once per reader that needs it, not once per
+    writer. What other processes appended an append skims (`interlock.skim`): it learns where the chain ends and
+    which effects those lines name, checks the hash and seq of the entry it chains to, and folds nothing. The lines
+    are checked and folded, from where this process last folded, when it needs what they say: an effect they name
+    is looked up or appended to (so a stale sender's late result is always seen before the effect's next entry),
+    recovery lists open sends, a checkpoint is due, or the journal is opened. Every line is thus checked by the
+    process that moves the index past it, and by every open; a damaged line of another effect stops this process
+    at its next fold, and never leads it to send, since a send rests only on its own effect's entries, which it
+    wrote or folded itself. A line this process cannot skim (damaged, laid out by another tool, naming an effect
+    twice) is folded at once, and the append raises there.
 
     Durability: an append returns once its line is written, visible to every process and kept by the kernel
     whatever happens to the writer (SIGKILL included). A send (DISPATCHED, REDISPATCHED) is also on disk before
@@ -135,6 +153,7 @@ class Journal:
                  archive: str | os.PathLike[str] | None = None):
         self.path = Path(path)
         self.torn: list[str] = []
+        self._damage: str | None = None  # what the first JournalCorrupt said
         self._key = key
         self._checkpoint_every = checkpoint_every
         self._segment_bytes = segment_bytes
@@ -148,9 +167,13 @@ class Journal:
         self._tip_prev: str | None = None
         self._durable = 0  # the end of what this process knows is on disk
         self._written = 0  # the end of the last line this process wrote
-        self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`
+        self._tail: dict[str, EffectRecord] = {}  # effects with an entry at or after `_tail_start`, folded
         self._tail_start = 0  # the index holds every entry before this byte
-        self._tail_entries = 0
+        self._tail_seq = -1  # and up to this seq
+        self._fold: Cursor | None = None  # where folding resumes, when the head moved on by skimming
+        self._skimmed: dict[bytes, int] = {}  # effects named by the lines skimmed past `_fold`, to where
+        self._ahead: dict[str, EffectRecord] = {}  # this process's effects with entries it wrote past `_fold`
+        self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # `append_ahead` entries, per effect
         self._lock = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         self._files = SegmentFiles(self.path, Path(archive) if archive is not None else None)
         self._witness = Witness(f"{self.path}.witness")
@@ -200,20 +223,64 @@ class Journal:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        """The journal's lock, with every line to the file's end checked and folded (most of them before the lock
+        is taken)."""
         with self._mutex:
-            self._read_ahead()
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            reached = self._offset
             try:
-                self._catch_up(None, None)
-                yield
+                self._rewind()
+                self._read_ahead()
+                fcntl.flock(self._lock, fcntl.LOCK_EX)
+                try:
+                    self._catch_up(None, None)
+                    self._reached(reached)
+                    yield
+                finally:
+                    fcntl.flock(self._lock, fcntl.LOCK_UN)
             finally:
-                fcntl.flock(self._lock, fcntl.LOCK_UN)
+                self._skimmed.clear()
+                self._ahead.clear()
 
-    def refresh(self) -> None:
-        """Read entries other processes appended since this process last looked: without the journal's lock when
-        every line to the file's end checks out and the file was not rolled, else under it."""
+    @_stops_at_damage
+    def refresh(self, *, check: bool = False) -> None:
+        """Take in what other processes appended since this process last looked: skimmed without the journal's
+        lock when every line to the file's end passes and the file was not rolled, else read and checked. With
+        `check`, every line since this process last folded is checked and folded before this returns (the gate
+        asks for it before deciding on an effect claimed before, whose entries may be among them)."""
+        if check:
+            self._fold_all()
+            return
         with self._mutex:
-            if self._read_ahead() and not self._files.rolled_away():
+            if not self._files.rolled_away() and self._skim_to(self._files.size()):
+                if self._due():
+                    self._jump()  # without the lock, when another process moved the index already
+                if self._due():
+                    fcntl.flock(self._lock, fcntl.LOCK_EX)
+                    try:
+                        self._keep_index_up()
+                    finally:
+                        fcntl.flock(self._lock, fcntl.LOCK_UN)
+                return
+        self._fold_all()
+
+    def _fold_all(self) -> None:
+        """Check and fold every line from where this process last folded to the file's end: without the journal's
+        lock when the lines to the end all check out and the file was not rolled, else under it."""
+        with self._mutex:
+            reached = self._offset
+            try:
+                self._rewind()
+                done = self._read_ahead() and not self._files.rolled_away()
+                if done:
+                    self._reached(reached)
+            except BaseException:
+                done = True
+                raise
+            finally:
+                if done:
+                    self._skimmed.clear()
+                    self._ahead.clear()
+            if done:
                 return
         with self._locked():
             pass
@@ -223,100 +290,167 @@ class Journal:
         """The last entry this process has seen, as the witness records it."""
         return Mark(self._seq, self._tip_start, self._offset, str(self._last), self._tip_prev)
 
+    @_stops_at_damage
     def append(self, kind: str, effect_id: str, data: dict[str, Any], *,
                holds: Callable[[], bool] | None = None) -> dict[str, Any]:
-        """Append one entry and return it as stored; a send is on disk before this returns, any other entry with
-        the next flush (see the class's durability contract).
+        """Append one entry (after any `append_ahead` entries of its effect, in the same turn) and return it as
+        stored; a send is on disk before this returns, any other entry with the next flush (see the class's
+        durability contract).
 
         A resolution for an effect that something else already resolved is stored as LATE_RESULT instead:
         a stale sender's answer is kept, never allowed to overwrite the resolution. `holds` (the writer's claim
         confirm) runs under the append lock: when it answers False the writer's claim was taken over, so a
         resolution is stored as LATE_RESULT and anything else raises ClaimLost, writing nothing.
         """
-        data = plain(data)
+        items = [*self._pending.pop(effect_id, ()), (kind, plain(data))]
+        named = raw_id(effect_id)
         with self._mutex:
-            self._read_ahead()
             fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
-                behind = self._behind(effect_id)
-                if behind is None:
-                    self._catch_up(None, None)
+                self._files.follow()
+                if not self._skim_to(self._files.size()) or named in self._skimmed:
+                    self._fold_locked()  # a line of this effect (a stale sender's late result) is folded first
                 record = self._record(effect_id)
                 late = holds is not None and not holds()
-                if late and kind not in RESOLUTIONS:
+                if late and any(k not in RESOLUTIONS for k, _ in items):
                     raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
-                seq, prev, start = (behind.seq, behind.head, behind.end) if behind else (self._seq, self._last,
-                                                                                          self._offset)
-                entry, line = laid_out(kind, effect_id, data, seq=seq + 1, prev=prev, record=record, late=late)
-                end = start + len(line)
-                if behind is not None and self._segment_bytes is not None and (
-                        end - self._files.base >= self._segment_bytes):
-                    self._catch_up(None, None)  # a roll is due, and rolls only what this process has read
-                    behind = None
-                os.write(self._files.fd, line)
-                self._written = end
-                if behind is None:
-                    self._take_own(entry, record, start, end)
-                    if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
-                        self._files.roll()
-                    if self._tail_entries >= self._checkpoint_every:
-                        self._checkpoint(self._key)
+                made = self._lay_out(effect_id, items, record, late)
+                os.write(self._files.fd, b"".join(line for _, line, _ in made))
+                for entry, line, start in made:
+                    self._take_own(entry, self._record(effect_id), start, start + len(line))
+                self._written = self._offset
+                if self._segment_bytes is not None and self._offset - self._files.base >= self._segment_bytes:
+                    self._files.roll()
+                if self._due():
+                    self._keep_index_up()
             finally:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
-            if behind is not None:
-                self._check_behind(behind)
-                self._take_own(entry, self._record(effect_id), start, end)
             mark = self._tip
-        if entry["kind"] in SENDS:
+        if any(entry["kind"] in SENDS for entry, _, _ in made):
             self._make_durable(mark)
-        return entry
+        return made[-1][0]
 
-    def _behind(self, effect_id: str) -> Behind | None:
-        """Under the lock: the lines other processes appended since this process last read, when this append can
-        check them after the lock instead (so writers queue behind each other's write, not each other's reading):
-        complete lines in the live segment this process has open, none naming `effect_id`, the last one's fields
-        readable, with no checkpoint due. Only that last line is parsed here; the lines are never rewritten, and
-        `append` checks them all before it returns, so a send still follows only a journal that checked out. None:
-        read them under the lock."""
-        start, end = self._offset, self._files.size()
-        if end < start or end - start > BEHIND_BYTES or self._files.rolled_away():
-            return None
-        if end == start:  # nothing new: the turn is only this append's own write
-            return None if self._tail_entries + 1 >= self._checkpoint_every else Behind(end, self._seq, self._last)
-        gap = self._files.pread(end - start, start)
-        if (len(gap) != end - start or gap[-1:] != b"\n" or _named(effect_id) in gap
-                or self._tail_entries + gap.count(b"\n") + 1 >= self._checkpoint_every):
-            return None  # a line of this effect (a stale sender's late result) must be folded before it chains
+    def append_ahead(self, kind: str, effect_id: str, data: dict[str, Any]) -> None:
+        """Append an entry nothing waits on (the gate's AUTHORIZED) in the lock turn of its effect's next append,
+        ahead of it, instead of in a turn of its own. Until then no reader sees it, and a process that dies first
+        leaves it unwritten: no worse than dying before the append, since nothing was sent on it."""
+        if kind not in KINDS or kind in SENDS or kind in RESOLUTIONS:
+            raise ValueError(f"{kind} is waited on, or not a journal kind: append it")
+        self._pending.setdefault(effect_id, []).append((kind, plain(data)))
+
+    def _lay_out(self, effect_id: str, items: list[tuple[str, dict[str, Any]]], record: EffectRecord | None,
+                 late: bool) -> list[tuple[dict[str, Any], bytes, int]]:
+        """(entry, line, start) of each item, chained on from the head in order; nothing is taken in yet."""
+        made = []
+        seq, prev, start = self._seq, self._last, self._offset
+        for kind, data in items:
+            entry, line = laid_out(kind, effect_id, data, seq=seq + 1, prev=prev, record=record, late=late)
+            made.append((entry, line, start))
+            seq, prev, start = entry["seq"], entry["hash"], start + len(line)
+            record = EffectRecord(effect_id, last_hash=entry["hash"], settled_by=record.settled_by if record else None)
+        return made
+
+    def _skim_to(self, end: int) -> bool:
+        """Move the head past other processes' complete lines up to `end` without folding them (`interlock.skim`),
+        noting the effects they name; False when a block of them does not skim, or the file is shorter than the
+        head: the head stops before it, and the caller folds."""
+        while self._offset < end:
+            start = self._offset
+            block = self._files.pread(min(SKIM_BLOCK, end - start), start)
+            cut = block.rfind(b"\n") + 1
+            found = skim(block[:cut], self._seq, self._last) if cut else None
+            if found is None:
+                return False
+            if self._fold is None:
+                self._fold = self._cursor()
+            self._skimmed.update(dict.fromkeys(found.ids, start + cut))
+            last = found.last
+            self._seq, self._last, self._offset, self._line = last.seq, last.hash, start + cut, self._line + found.lines
+            self._tip_start, self._tip_prev = start + found.last_start, last.prev
+        return self._offset == end
+
+    def _cursor(self) -> Cursor:
+        return Cursor(self._offset, self._seq, self._last, self._line, self._tip_start, self._tip_prev)
+
+    def _rewind(self) -> None:
+        """Move the head back to where folding resumes (past what the index covers, if it moved on meanwhile)."""
+        self._jump()
+        if self._fold is not None:
+            (self._offset, self._seq, self._last, self._line, self._tip_start, self._tip_prev) = self._fold
+            self._fold = None
+
+    def _fold_locked(self) -> None:
+        """Under the lock: check and fold every line from where this process last folded to the file's end."""
+        reached = self._offset
         try:
-            last = read_fields(gap[gap.rfind(b"\n", 0, -1) + 1:-1])
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return None
-        return Behind(end, last.seq, last.hash)
+            self._rewind()
+            self._catch_up(None, None)
+            self._reached(reached)
+        finally:
+            self._skimmed.clear()
+            self._ahead.clear()
 
-    def _check_behind(self, behind: Behind) -> None:
-        """Check and fold the lines an append left behind it: they must reach exactly the head it chained to."""
-        with collector_paused():
-            for batch, _ in line_batches(self._files.pread, self._offset, behind.end):
-                self._take_lines(batch, None)
-        if self._offset != behind.end or self._last != behind.head:
-            raise JournalCorrupt(f"{self._where()}: the entries before byte {behind.end} changed while they were "
-                                 "read (the journal was rewritten)")
+    def _reached(self, end: int) -> None:
+        """After a fold: the journal still reaches the end this process had skimmed to."""
+        if self._offset < end:
+            raise JournalCorrupt(f"{self.path}: shrank from {end} to {self._offset} bytes (entries were removed)")
+
+    def _keep_index_up(self) -> None:
+        """Under the lock, once the index lags the head by a checkpoint's worth of entries: follow it where another
+        process moved it, else fold and move it here (the first process to find it due does, the others follow)."""
+        self._jump()
+        if self._due():
+            self._fold_locked()
+            if self._due():  # unless the fold moved the index and checkpointed as it read
+                self._checkpoint(self._key)
+
+    def _due(self) -> bool:
+        """Whether the index lags the head by a checkpoint's worth of entries."""
+        return self._seq - self._tail_seq >= self._checkpoint_every
+
+    def _jump(self) -> None:
+        """When another process moved the index past where this process folds from, fold from there instead: what
+        came before is in the index (which holds this process's own effects too, so only their records written
+        past it are kept)."""
+        if self._fold is None:
+            return
+        covered = self._index.covered()
+        if covered is None or not self._fold.offset < covered.offset <= self._offset:
+            return
+        start, entry = self._entry_ending_at(covered.offset)
+        if entry is None or entry.get("seq") != covered.seq or entry.get("hash") != covered.head:
+            raise JournalCorrupt(f"{self.path}:{covered.seq + 1}: entry {covered.seq} no longer carries the "
+                                 f"checkpointed head ({self._index.path}): the journal was rewritten")
+        self._fold = Cursor(covered.offset, covered.seq, covered.head, covered.seq + 1, start, entry.get("prev"))
+        self._tail, self._tail_start, self._tail_seq = {}, covered.offset, covered.seq
+        self._skimmed = {eid: end for eid, end in self._skimmed.items() if end > covered.offset}
 
     def _take_own(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
-        """Fold this process's own entry, just written at `start`, into its effect and move the head past it."""
+        """Take in this process's own entry, just written at `start`, and move the head past it: folded with the
+        rest when nothing before it waits to be folded, else kept with its effect's record until the next fold."""
         if (record.last_hash if record else None) != entry["effect_prev"]:
             raise JournalCorrupt(f"{self.path}:{self._line + 1}: effect_prev of the entry just written does not "
                                  "link to its effect's previous entry, which another writer appended meanwhile")
-        if record is None:
-            record = EffectRecord(entry["effect_id"])
-        record.add(entry, start)
-        self._take(record, entry["seq"], entry["hash"], entry["prev"], start, end)
+        if self._fold is None:
+            record = record if record is not None else EffectRecord(entry["effect_id"])
+            record.add(entry, start)
+            self._take(record, entry["seq"], entry["hash"], entry["prev"], start, end)
+            return
+        own = self._ahead.get(entry["effect_id"])
+        if own is None:
+            own = record.copy() if record is not None else EffectRecord(entry["effect_id"])
+            self._ahead[own.effect_id] = own
+        own.add(entry, start)
+        self._tip_start, self._tip_prev = start, entry["prev"]
+        self._seq, self._last, self._offset = entry["seq"], entry["hash"], end
+        self._line += 1
 
     def flush(self) -> None:
         """Make every entry this process has appended or seen durable now (a send already is)."""
         if self._durable < self._written:
             self._make_durable(self._tip)
 
+    @_stops_at_damage
     def checkpoint(self, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
         """Bring the index up to the journal's end and record a checkpoint there (signed with `key`, else with
         the journal's own key if it has one); returns it as `<journal>.checkpoints` stores it."""
@@ -367,6 +501,7 @@ class Journal:
             return start, None
         return start, entry if isinstance(entry, dict) else None
 
+    @_stops_at_damage
     def archive_settled(self) -> list[Path]:
         """Checkpoint, then move every rolled segment that holds nothing recovery still needs (it ends before the
         checkpoint and before the first entry of every effect with a send open) to the archive directory."""
@@ -375,13 +510,18 @@ class Journal:
             first_open = [r.offsets[0] for r in self._open_records()]
             return self._files.archive_before(min([self._offset, *first_open]))
 
+    @_stops_at_damage
     def effect(self, effect_id: str) -> EffectRecord | None:
-        """The folded state of one effect, or None if the journal never saw it."""
+        """The folded state of one effect as of this process's last look (`refresh`, or its own appends), or None
+        if the journal never saw it. Lines skimmed since the last fold that name it are folded first."""
+        if raw_id(effect_id) in self._skimmed:
+            self._fold_all()
         return self._record(effect_id)
 
+    @_stops_at_damage
     def open_dispatches(self) -> list[EffectRecord]:
         """Effects whose last send has no resolution: what recovery must settle."""
-        self.refresh()
+        self._fold_all()
         return self._open_records()
 
     def _open_records(self) -> list[EffectRecord]:
@@ -393,18 +533,21 @@ class Journal:
                     found[eid] = record
         return [found[eid] for eid in sorted(found)]
 
+    @_stops_at_damage
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every stored entry, or one effect's, read back from the file."""
         if effect_id is None:
             self.refresh()
             return [loads(raw) for raw, _ in lines(self._files.pread, 0, self._offset) if raw is not None]
-        record = self._record(effect_id)
+        record = self.effect(effect_id)
         if record is None:
             return []
         return [loads(line_at(self._files.pread, offset)) for offset in record.offsets]
 
     def _record(self, effect_id: str) -> EffectRecord | None:
-        record = self._tail.get(effect_id)
+        record = self._ahead.get(effect_id)
+        if record is None:
+            record = self._tail.get(effect_id)
         return record if record is not None else self._stored(effect_id)
 
     def _stored(self, effect_id: str) -> EffectRecord | None:
@@ -436,6 +579,7 @@ class Journal:
                                  f"({self._index.path}): the journal was rewritten")
         self._seq, self._last, self._line = covered.seq, covered.head, covered.seq + 1
         self._offset = self._tail_start = covered.offset
+        self._tail_seq = covered.seq
         self._tip_start, self._tip_prev = start, entry.get("prev")
 
     def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
@@ -458,7 +602,7 @@ class Journal:
             for batch, tail in line_batches(self._files.pread, self._offset, size):
                 while batch:
                     batch = batch[self._take_lines(batch, witnessed):]
-                    if self._tail_entries >= self._checkpoint_every:
+                    if self._due():
                         if not building:
                             self._index.begin()
                             building = True
@@ -546,7 +690,7 @@ class Journal:
         covered = self._index.covered()
         floor = covered.offset if covered is not None else 0
         if covered is not None and floor >= checkpoint.offset:
-            self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
+            self._tail, self._tail_start, self._tail_seq = {}, self._offset, self._seq
             return
         rows: list[tuple[str, list[int]]] = []
         opened, settled = [], []
@@ -561,7 +705,7 @@ class Journal:
                 settled.append(eid)
         rows.sort()
         self._index.advance(rows, opened, settled, checkpoint)
-        self._tail, self._tail_start, self._tail_entries = {}, self._offset, 0
+        self._tail, self._tail_start, self._tail_seq = {}, self._offset, self._seq
 
     def _set_aside_torn(self, tail: bytes, at: int) -> None:
         with open(str(self.path) + ".torn", "ab") as side:
@@ -580,9 +724,9 @@ class Journal:
         due; returns how many it took. This loop runs once per line for every line any process appends, so a line
         laid out as the journal writes it is checked here inline, over its own bytes; any other goes to `_parse`,
         which decides and names what is wrong. At open, each line is also held to the witness."""
-        taken, limit, tail = 0, self._checkpoint_every, self._tail
+        taken, stop, tail = 0, self._tail_seq + self._checkpoint_every, self._tail
         for raw in batch:
-            if self._tail_entries >= limit:
+            if self._seq >= stop:
                 break
             try:
                 fields: Fields | None = read_fields(raw)
@@ -647,7 +791,6 @@ class Journal:
     def _take(self, record: EffectRecord, seq: int, hash: str, prev: str | None, start: int, end: int) -> None:
         """Move the head past a checked entry already folded into `record`."""
         self._tail[record.effect_id] = record
-        self._tail_entries += 1
         self._tip_start, self._tip_prev = start, prev
         self._seq, self._last, self._offset = seq, hash, end
         self._line += 1

@@ -57,6 +57,11 @@ class EffectRecord:
             settled = self.settled_by = loads(settled)
         return settled
 
+    def copy(self) -> EffectRecord:
+        """A record to fold more entries into without changing this one."""
+        return EffectRecord(self.effect_id, list(self.offsets), list(self.kinds), self.last_hash, self.payload_hash,
+                            self.open_dispatch, self.settled_by)
+
     def add(self, entry: dict[str, Any], position: int) -> None:
         """Fold one more of this effect's entries in; `position` is where a backend can read it back."""
         kind = entry["kind"]

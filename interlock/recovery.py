@@ -56,8 +56,9 @@ def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id:
 
 
 def append_ahead(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str, data: dict[str, Any]) -> None:
-    """`append_claimed` for an entry nothing waits on (AUTHORIZED): a journal in a database sends it in
-    the round trip of the effect's next append instead of one of its own (`PgJournal.append_ahead`)."""
+    """`append_claimed` for an entry nothing waits on (AUTHORIZED): the journal writes it with the effect's next
+    append, in that append's lock turn or round trip instead of one of its own (`Journal.append_ahead`,
+    `PgJournal.append_ahead`)."""
     ahead = getattr(journal, "append_ahead", None)
     if ahead is None:
         append_claimed(journal, claim, kind, effect_id, data)

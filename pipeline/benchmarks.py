@@ -38,13 +38,12 @@ DESCRIPTIONS: dict[str, Description] = {
         "claim is free."),
     "append_phases": Description(
         "Where a shared JSONL append spends its CPU",
-        "The CPU per effect of each phase of a JSONL append, for one worker, for 16 workers on one journal and for "
-        "16 each on a journal of their own, and how many of other writers' lines a worker checks per effect: "
-        "the difference between the last two is what sharing one journal costs, phase by phase. unread_16 is a "
-        "measurement only, never what the journal does: the 16 workers on one journal with other writers' lines "
-        "moved past without being read or checked, so its effects per second are the most any design that reads "
-        "each line once could reach on this machine.",
-        pivots=(("by set-up", r"^(?P<row>shared_1|shared_16|unread_16|own_16)_(?P<col>.+)$", "set-up"),)),
+        "The CPU per gated effect in each phase of the JSONL journal, for one worker, for 16 workers on one journal "
+        "and for 16 each on a journal of their own, with how many of other writers' lines a worker skims (passes "
+        "over, learning only where the chain ends and which effects they name) and how many lines it checks and "
+        "folds one by one, per effect: the difference between the last two set-ups is what sharing one journal "
+        "costs, phase by phase.",
+        pivots=(("by set-up", r"^(?P<row>shared_1|shared_16|own_16)_(?P<col>.+)$", "set-up"),)),
     "pg": Description(
         "PostgreSQL journal and claims beside the JSONL journal",
         "Effects per second as concurrent workers grow, on each journal backend under one durability contract (a "

@@ -108,8 +108,8 @@ class PgJournal:
     def __len__(self) -> int:
         return self.head[0] + 1
 
-    def refresh(self) -> None:
-        """Nothing to catch up on: every read goes to the database."""
+    def refresh(self, *, check: bool = False) -> None:
+        """Nothing to catch up on: every read goes to the database, whose constraints checked each entry."""
 
     def append(self, kind: str, effect_id: str, data: dict[str, Any]) -> dict[str, Any]:
         """Append one entry in its own transaction and return it as stored (a send durable, see the class).
@@ -334,7 +334,7 @@ _PLACED = ("seq", "ts", "prev", "effect_prev")  # and the hash, which the databa
 def _templates(kind: str, effect_id: str, data: dict[str, Any]) -> tuple[str, str, str | None]:
     """(token, body, late body): the entry's canonical body (what its hash covers, and its stored line but for
     the hash) with a placeholder, `"<token><field>"`, for each field only the database decides; for a resolution
-    also its LATE_RESULT form. Laid out as `seal` lays out every backend's entries; `data` is already `plain`."""
+    also its LATE_RESULT form. Laid out as `interlock.journal.laid_out` lays out every backend's entries; `data` is already `plain`."""
     while True:
         token = f"@interlock-{uuid.uuid4().hex}-"
         body = _body(kind, effect_id, data, token, late=False)
