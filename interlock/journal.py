@@ -308,8 +308,10 @@ class Journal:
             fcntl.flock(self._lock, fcntl.LOCK_EX)
             try:
                 self._files.follow()
-                if not self._skim_to(self._files.size()) or named in self._skimmed:
-                    self._fold_locked()  # a line of this effect (a stale sender's late result) is folded first
+                end = self._files.size()
+                if not self._skim_to(end) or self._offset != end or named in self._skimmed:
+                    self._fold_locked()  # a torn line is set aside, a line of this effect (a stale sender's late
+                    # result) folded before the effect's next entry
                 record = self._record(effect_id)
                 late = holds is not None and not holds()
                 if late and any(k not in RESOLUTIONS for k, _ in items):
@@ -352,13 +354,17 @@ class Journal:
 
     def _skim_to(self, end: int) -> bool:
         """Move the head past other processes' complete lines up to `end` without folding them (`interlock.skim`),
-        noting the effects they name; False when a block of them does not skim, or the file is shorter than the
-        head: the head stops before it, and the caller folds."""
+        noting the effects they name, and stop before a last line still being written; False when a block of them
+        does not skim, or the file is shorter than the head: the head stops before it, and the caller folds."""
+        if end < self._offset:
+            return False
         while self._offset < end:
             start = self._offset
             block = self._files.pread(min(SKIM_BLOCK, end - start), start)
             cut = block.rfind(b"\n") + 1
-            found = skim(block[:cut], self._seq, self._last) if cut else None
+            if not cut:  # the start of a line being written (torn, under the lock), or one longer than a block
+                return len(block) < SKIM_BLOCK
+            found = skim(block[:cut], self._seq, self._last)
             if found is None:
                 return False
             if self._fold is None:
@@ -367,7 +373,7 @@ class Journal:
             last = found.last
             self._seq, self._last, self._offset, self._line = last.seq, last.hash, start + cut, self._line + found.lines
             self._tip_start, self._tip_prev = start + found.last_start, last.prev
-        return self._offset == end
+        return True
 
     def _cursor(self) -> Cursor:
         return Cursor(self._offset, self._seq, self._last, self._line, self._tip_start, self._tip_prev)

@@ -127,3 +127,24 @@ def test_the_gate_checks_every_line_before_deciding_on_an_effect_claimed_before(
         gate.submit(Effect("k3", {"x": 3}))  # a process that found damage sends nothing more
     assert other.submit(Effect("k2", {"x": 2})).status == "COMMITTED"  # never claimed: no line can name it
     assert sent == [Effect("k1", {}).effect_id, Effect("k2", {}).effect_id]
+
+
+def test_a_line_still_being_written_is_left_for_the_next_look_not_folded(tmp_path, folded):
+    from interlock.journal import laid_out
+    from interlock.records import EffectRecord
+
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as reader, Journal(path) as writer:
+        first = writer.append("PROPOSED", "b" * 12, {"agent": "b"})
+        _, line = laid_out("DISPATCHED", "b" * 12, {"epoch": 1}, seq=1, prev=first["hash"],
+                           record=EffectRecord("b" * 12, last_hash=first["hash"]))
+        with open(path, "ab") as f:
+            f.write(line[:40])  # the first bytes of another writer's line, as a read during its write sees them
+        folded.clear()
+        reader.refresh()
+        assert folded == [] and reader.head == (0, first["hash"])
+        with open(path, "ab") as f:
+            f.write(line[40:])
+        reader.refresh()
+        assert folded == [] and reader.head[0] == 1
+        assert reader.effect("b" * 12).kinds == ["PROPOSED", "DISPATCHED"]
