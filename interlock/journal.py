@@ -222,11 +222,11 @@ class Journal:
         return self._seq + 1
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, reached: int = 0) -> Iterator[None]:
         """The journal's lock, with every line to the file's end checked and folded (most of them before the lock
-        is taken)."""
+        is taken), and the file still reaching `reached` and the end this process had skimmed to."""
         with self._mutex:
-            reached = self._offset
+            reached = max(reached, self._offset)
             try:
                 self._rewind()
                 self._read_ahead()
@@ -251,7 +251,7 @@ class Journal:
             self._fold_all()
             return
         with self._mutex:
-            if not self._files.rolled_away() and self._skim_to(self._files.size()):
+            if self._skim_to(self._files.size()) and not self._files.rolled_away():
                 if self._due():
                     self._jump()  # without the lock, when another process moved the index already
                 if self._due():
@@ -282,7 +282,7 @@ class Journal:
                     self._ahead.clear()
             if done:
                 return
-        with self._locked():
+        with self._locked(reached):
             pass
 
     @property

@@ -148,3 +148,15 @@ def test_a_line_still_being_written_is_left_for_the_next_look_not_folded(tmp_pat
         reader.refresh()
         assert folded == [] and reader.head[0] == 1
         assert reader.effect("b" * 12).kinds == ["PROPOSED", "DISPATCHED"]
+
+
+def test_a_journal_cut_behind_what_a_writer_skimmed_is_refused_at_its_next_fold(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as mine, Journal(path) as theirs:
+        mine.append("PROPOSED", "a" * 12, {"agent": "a"})
+        write_effects(theirs, "b", 3)
+        mine.refresh()  # skims their nine lines
+        kept = path.read_bytes().split(b"\n")[:6]
+        path.write_bytes(b"\n".join(kept) + b'\n{"seq":6,"ts"')  # a restore that lost four, then a torn write
+        with pytest.raises(JournalCorrupt, match="shrank"):
+            mine.refresh(check=True)
