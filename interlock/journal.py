@@ -430,6 +430,7 @@ class Journal:
         self._fold = Cursor(covered.offset, covered.seq, covered.head, covered.seq + 1, start, entry.get("prev"))
         self._tail, self._tail_start, self._tail_seq = {}, covered.offset, covered.seq
         self._skimmed = {eid: end for eid, end in self._skimmed.items() if end > covered.offset}
+        self._ahead = {eid: own for eid, own in self._ahead.items() if own.offsets[-1] >= covered.offset}
 
     def _take_own(self, entry: dict[str, Any], record: EffectRecord | None, start: int, end: int) -> None:
         """Take in this process's own entry, just written at `start`, and move the head past it: folded with the

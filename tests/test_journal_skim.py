@@ -160,3 +160,14 @@ def test_a_journal_cut_behind_what_a_writer_skimmed_is_refused_at_its_next_fold(
         path.write_bytes(b"\n".join(kept) + b'\n{"seq":6,"ts"')  # a restore that lost four, then a torn write
         with pytest.raises(JournalCorrupt, match="shrank"):
             mine.refresh(check=True)
+
+
+def test_a_writer_that_follows_the_index_keeps_only_its_effects_written_since(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path, checkpoint_every=50) as mine, Journal(path, checkpoint_every=50) as theirs:
+        for n in range(40):  # they cross each checkpoint first and move the index; this writer only follows it
+            write_effects(theirs, f"b{n:02x}", 10)
+            mine.append("PROPOSED", f"a{n:011x}", {"agent": "a"})
+        held = len(mine._ahead) + len(mine._tail)
+        assert held <= 2, held  # memory holds the effects since the index last moved, not all 40 of its own
+        assert mine.effect(f"a{3:011x}").kinds == ["PROPOSED"]  # found through the index
