@@ -14,6 +14,7 @@ import pytest
 from interlock import (CallableLease, Effect, FunctionTarget, Gate, Journal, bundle, generate_key, public_hex, verify,
                        verify_journal, write_checkpoint)
 from interlock.canonical import canonical_bytes, entry_hash, line_hash, sealed_line
+from interlock.receipts import JournalCheck
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +43,24 @@ def test_a_journal_written_by_the_gate_verifies_whole_and_per_effect(journal_pat
     with Journal(journal_path) as journal:
         for eid in result["effects"]:
             assert verify(bundle(journal, eid))["valid"]
+
+
+def test_a_journals_receipts_are_made_when_read_and_say_what_its_streamed_receipts_say(journal_path):
+    result = verify_journal(read(journal_path))
+    with JournalCheck() as check:
+        check.scan(read(journal_path))
+        streamed = list(check.receipts())
+    assert list(result["effects"].items()) == streamed and len(result["effects"]) == 4
+    assert dict(result["effects"]) == dict(verify_journal(read(journal_path))["effects"])
+
+
+def test_the_cli_prints_every_receipt_of_a_journal_given_as_a_json_list(journal_path, tmp_path):
+    path = tmp_path / "journal.json"
+    path.write_text(json.dumps(read(journal_path)))
+    printed = json.loads(cli(str(path)).stdout)
+    assert printed == json.loads(json.dumps(verify_journal(read(journal_path)) | {
+        "effects": dict(verify_journal(read(journal_path))["effects"])}))
+    assert sorted(r["happened"] for r in printed["effects"].values()) == [False, True, True, True]
 
 
 def edited(entries):

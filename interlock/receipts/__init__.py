@@ -19,10 +19,10 @@ from ..collector import collector_paused
 from ..errors import BundleError
 from ..journal import Journal
 from ..signing import sign, signature_holds
-from ._check import COVERS, EffectCheck, receipt
+from ._check import COVERS, EffectCheck, Receipts, receipt
 from ._journal import JournalCheck, read
 
-__all__ = ["COVERS", "JournalCheck", "bundle", "bundle_statement", "verify", "verify_journal"]
+__all__ = ["COVERS", "JournalCheck", "Receipts", "bundle", "bundle_statement", "verify", "verify_journal"]
 
 
 def bundle_statement(effect_id: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,18 +67,18 @@ def verify_journal(entries: Iterable[Any], *, public_key: str | None = None,
     against the service's export of the copies it holds per effect when one is given.
 
     `entries` may be any iterable, a list or a stream read from the file: the journal is checked in one pass and
-    never held whole, only each effect's running check, in memory (the result holds every receipt anyway: moving
-    checks to disk would only slow the pass). An item may be an entry or a stored line (bytes, without its
-    newline), whose hash is then checked over the line's own bytes instead of re-encoding its content."""
+    never held whole, only each effect's running check, in memory (the result reads every receipt from them:
+    moving checks to disk would only slow the pass). An item may be an entry or a stored line (bytes, without its
+    newline), whose hash is then checked over the line's own bytes instead of re-encoding its content.
+
+    The verdict (valid, tamper evident, signed, every problem, what is held twice) is settled by the pass;
+    `effects` maps each effect id to its receipt, made from the effect's finished check when it is read."""
     if not isinstance(entries, (list, tuple)) and not hasattr(entries, "__next__"):
         raise BundleError(f"journal: expected a list of entries, got {type(entries).__name__}")
     check = JournalCheck(public_key=public_key, checkpoint=checkpoint, service=service)
     with collector_paused():
         check.scan(entries)
-        effects = dict(check.receipts())
-        result = {**check.summary(effects.items()), "effects": effects}
-        del check  # its running checks are freed before the collector resumes, so its first pass skips them
-    return result
+        return {**check.summary(), "effects": check.by_id()}
 
 
 def _unpack(bundle: Any) -> tuple[list[Any], str | None, Any]:

@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                                                            service=service, kept=KEPT))
                 result, effects = _verify_journal_file(Path(args.file), args.archive, check)
             else:
-                result = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint, service)
+                result, effects = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint,
+                                          service)
             _write(result, effects)
         except (Unreadable, BundleError, JournalCorrupt, SpillFailed) as exc:
             where = args.file + (f": {args.at}" if args.at else "")
@@ -100,16 +101,18 @@ def indented(value: Any) -> str:
         return _INDENTED.encode(value)
 
 
-def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None,
-            service: dict[str, int] | None) -> dict[str, Any]:
+def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None, service: dict[str, int] | None
+            ) -> tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]:
+    """(verdict, the receipts of a whole journal's effects to print under it, or None for one effect's receipt)."""
     if isinstance(data, list) and checkpoint is None:
         ids = {e.get("effect_id") for e in data if isinstance(e, dict)}
         whole = all(isinstance(e, dict) and "seq" in e for e in data) and len(ids) != 1
         if not whole:
-            return verify(data, public_key=public_key, service=service)
+            return verify(data, public_key=public_key, service=service), None
     if isinstance(data, list):
-        return verify_journal(data, public_key=public_key, checkpoint=checkpoint, service=service)
-    return verify(data, public_key=public_key, service=service)
+        result = verify_journal(data, public_key=public_key, checkpoint=checkpoint, service=service)
+        return result, iter(result.pop("effects").items())
+    return verify(data, public_key=public_key, service=service), None
 
 
 def _service(path: Path) -> dict[str, int]:

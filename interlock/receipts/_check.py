@@ -10,7 +10,7 @@ service holds) each count; so does the service's own export, when the caller pas
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..kinds import AMBIGUOUS, COMMITTED, DISPATCHED, KINDS, LATE_RESULT, PROPOSED, REDISPATCHED, REFUSED
 from ._entry import MISSING, Checks, Read, Shaped
@@ -306,6 +306,26 @@ def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
         "problems": problems,
         "covers": COVERS,
     }
+
+
+class Receipts(Mapping[str, dict[str, Any]]):
+    """Every effect's receipt by id, in the order the journal first names them, each made from its finished check
+    when it is read: a whole journal's verdict needs none of them, and a reader often wants a few."""
+
+    def __init__(self, checks: dict[str, EffectCheck], service: Mapping[str, int] | None):
+        self._checks, self._service = checks, service
+
+    def __getitem__(self, effect_id: str) -> dict[str, Any]:
+        return receipt(self._checks[effect_id], None, [], self._service)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._checks)
+
+    def __len__(self) -> int:
+        return len(self._checks)
+
+    def __repr__(self) -> str:
+        return f"Receipts({len(self)} effects)"
 
 
 def _found(entry: Read) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..canonical import HASH_FIELD, HASH_SUFFIX, hash_holds
 from ..signing import checkpoint_statement, signature_holds
-from ._check import COVERS, EffectCheck, receipt
+from ._check import COVERS, EffectCheck, Receipts, receipt
 from ._entry import DECODE_ERRORS, Entry, Read, as_entry, decode_shaped, read_line, read_slowly
 from ._spill import Spilled
 
@@ -111,6 +111,13 @@ class JournalCheck:
         service = self.service
         for eid, check in self._in_order():
             yield eid, receipt(check, None, [], service)
+
+    def by_id(self) -> Receipts:
+        """Every effect's receipt by id, each made when it is read; for a check that holds every effect in memory
+        (no `kept`), since one bounded reads its receipts back from disk in order (`receipts`)."""
+        if self.kept is not None:
+            raise ValueError("a check with a bound on the effects it keeps gives its receipts in order: `receipts`")
+        return Receipts(self._checks, self.service)
 
     def summary(self, receipts: Iterable[tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
         """The journal's verdict without the per-effect receipts: valid, tamper evident, signed, every problem;
