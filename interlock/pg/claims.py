@@ -34,6 +34,7 @@ import psycopg
 
 from ..errors import JournalUnavailable
 from .journal import PgJournal, _first_line, reconnecting
+from .wire import first_row
 
 POLL_SECONDS = 0.005
 RENEWALS_PER_TTL = 3
@@ -131,12 +132,13 @@ class PgClaims:
         deadline = time.monotonic() + wait
         holder = uuid.uuid4().hex
         while True:
-            epoch, taken, seqs, lines, wrote = self._run(lambda conn: _one(conn.execute(
-                "SELECT * FROM interlock_acquire(%s, %s, %s, %s, %s, %s, %s)",
-                (effect_id, holder, self.owner, self.ttl, *first))), f"claim {effect_id}")
+            row = self._run(lambda conn: first_row(conn, _ACQUIRE, (effect_id, holder, self.owner, self.ttl, *first)),
+                            f"claim {effect_id}")
+            assert row is not None, "interlock_acquire returns one row"
+            epoch, taken, seqs, lines, wrote = row
             if epoch is not None:
-                claim = PgClaim(effect_id, epoch, holder, taken, self, wrote_first=bool(wrote))
-                self.journal.fence(effect_id, epoch, holder, list(zip(seqs or (), lines or ())))
+                claim = PgClaim(effect_id, int(epoch), holder, str(taken), self, wrote_first=wrote == "t")
+                self.journal.fence(effect_id, claim.epoch, holder, _entries(seqs, lines))
                 with self._lock:
                     self._held[effect_id] = claim
                 self._start_renewer()
@@ -158,8 +160,8 @@ class PgClaims:
     def _confirm(self, claim: PgClaim) -> bool:
         began = time.monotonic()
         send = self.journal.unflushed_send(claim.effect_id)
-        row = self._run(lambda conn: conn.execute(_CONFIRM, (self.ttl, claim.effect_id, claim.epoch, claim.holder,
-                                                             send, send)).fetchone(),
+        row = self._run(lambda conn: first_row(conn, _CONFIRM, (self.ttl, claim.effect_id, claim.epoch, claim.holder,
+                                                                send, send)),
                         f"confirm the claim on {claim.effect_id} before its request (not sent)")
         if row is None:
             claim.lost = True
@@ -254,6 +256,13 @@ class PgClaims:
         return conn
 
 
+def _entries(seqs: str | None, lines: str | None) -> list[tuple[int, str]]:
+    """(seq, line) of each entry the claim's round trip read, from `_ACQUIRE`'s text: none when both are NULL."""
+    if not seqs or not lines:
+        return []
+    return [(int(seq), f"{line}\n") for seq, line in zip(seqs.split(","), lines[:-1].split("\n"), strict=True)]
+
+
 def _drain(conn: psycopg.Connection[Any]) -> None:
     """Read and drop the answers of statements `PgClaims._send` sent, waiting for them if they are not in yet."""
     pgconn = conn.pgconn
@@ -265,12 +274,6 @@ def _drain(conn: psycopg.Connection[Any]) -> None:
             return
 
 
-def _one(cur: psycopg.Cursor[Any]) -> tuple[Any, ...]:
-    row: tuple[Any, ...] | None = cur.fetchone()
-    assert row is not None, "a function call returns one row"
-    return row
-
-
 # The confirm commits synchronously: its flush makes durable the in-request mark and every commit before it, the
 # holder's send (written without waiting) included, which it also checks is still there: a database that lost the
 # send in a crash, and came back before the confirm, refuses the request.
@@ -278,6 +281,10 @@ _CONFIRM = ("UPDATE interlock_claims SET expires = clock_timestamp() + make_inte
             " WHERE effect_id = %s AND epoch = %s AND holder = %s AND expires > clock_timestamp()"
             " AND (%s::text IS NULL OR EXISTS (SELECT FROM interlock_journal WHERE hash = %s)) RETURNING true")
 _RELEASE = b"SELECT interlock_release($1, $2, $3)"
+# The effect's entries come back as text: their seqs joined by commas, their lines (each ending in a newline, none
+# holding one inside) end to end.
+_ACQUIRE = ("SELECT r_epoch, r_taken, array_to_string(r_seqs, ','), array_to_string(r_lines, ''), r_first"
+            " FROM interlock_acquire(%s, %s, %s, %s, %s, %s, %s)")
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
 _RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"
            " FROM interlock_claims c JOIN unnest(%s::text[], %s::text[]) AS h(effect_id, holder)"

@@ -22,6 +22,7 @@ from ..journal import plain, unsealed
 from ..records import EffectRecord
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
 from .schema import CLAIM_LOST, DDL, LOCK_SPACE, SCHEMA_LOCK
+from .wire import first_row
 
 Guard = str | Callable[[], list[str]]
 RECONNECT_SECONDS = 3.0  # how long a call waits for the database to come back (a restart takes about a second)
@@ -280,22 +281,22 @@ class PgJournal:
 
         def attempt() -> Any:
             conn = self._session()
-            cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
             try:
                 begun = bool(guards) and _check(conn, guards)  # their row locks are held to this append's commit
+                if not waits and not begun:  # one prepared statement, committed without waiting for the disk
+                    return first_row(conn, append_all, params)
+                cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
                 if waits:
                     cur.execute(("" if begun else "BEGIN; ") + append_all + _FLUSHED, params)
                     if not begun:
                         cur.nextset()
-                elif begun:
+                else:
                     cur.execute(append_all + "; COMMIT", params)
-                else:  # one prepared statement, committed without waiting for the disk
-                    return conn.execute(append_all, params).fetchone()
+                return cur.fetchone()
             except BaseException:
                 if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute("ROLLBACK")
                 raise
-            return cur.fetchone()
 
         self._found.pop(effect_id, None)
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
