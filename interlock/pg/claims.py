@@ -161,7 +161,7 @@ class PgClaims:
         began = time.monotonic()
         send = self.journal.unflushed_send(claim.effect_id)
         row = self._run(lambda conn: first_row(conn, _CONFIRM, (self.ttl, claim.effect_id, claim.epoch, claim.holder,
-                                                                send, send)),
+                                                                send, claim.effect_id, send)),
                         f"confirm the claim on {claim.effect_id} before its request (not sent)")
         if row is None:
             claim.lost = True
@@ -279,7 +279,8 @@ def _drain(conn: psycopg.Connection[Any]) -> None:
 # send in a crash, and came back before the confirm, refuses the request.
 _CONFIRM = ("UPDATE interlock_claims SET expires = clock_timestamp() + make_interval(secs => %s), in_request = true"
             " WHERE effect_id = %s AND epoch = %s AND holder = %s AND expires > clock_timestamp()"
-            " AND (%s::text IS NULL OR EXISTS (SELECT FROM interlock_journal WHERE hash = %s)) RETURNING true")
+            " AND (%s::text IS NULL OR EXISTS (SELECT FROM interlock_journal WHERE effect_id = %s AND hash = %s))"
+            " RETURNING true")
 _RELEASE = b"SELECT interlock_release($1, $2, $3)"
 # The effect's entries come back as text: their seqs joined by commas, their lines (each ending in a newline, none
 # holding one inside) end to end.

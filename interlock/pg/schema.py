@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS interlock_journal (
     kind        text   NOT NULL,
     prev        text   UNIQUE,
     effect_prev text,
-    hash        text   NOT NULL UNIQUE,
+    hash        text   NOT NULL,
     epoch       bigint,
     token       text,
     line        text   NOT NULL,
