@@ -1,8 +1,9 @@
 """A gated worker over the ledger service (`experiments.services.ledger`), run as a real process by the hazard tests.
 
 `python -m tests.hazard_worker DIR ENDPOINT [--mode submit|recover] [--fence none|version|epoch|dedupe]
-[--in-flight S] [--ttl S] [--claim-wait S] [--bug]` submits (or recovers) one write and prints its outcome as one
-JSON line. The target declares what the fence covers: the version premise and a second write (`version`), a
+[--in-flight S] [--ttl S] [--claim-wait S] [--bug] [--go FILE]` submits (or recovers) one write and prints its outcome
+as one JSON line; with `--go` it starts, writes `FILE.waiting`, and waits for FILE before it opens the journal, so a
+test can have it ready the moment another worker dies. The target declares what the fence covers: the version premise and a second write (`version`), a
 second write (`dedupe`, tier 1), a superseded epoch, which recovery raises at the ledger first (`epoch`). The lease is `DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the
 ledger resource's version, whose own write (the ledger names the writer) is not a change. Kill and pause points
 come from the environment through the experiments' crash hook. `--bug` makes the send raise KeyError before it
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -92,6 +94,13 @@ def journal_address(directory: Path) -> str:
     return named.read_text() if named.exists() else str(directory / "journal.jsonl")
 
 
+def wait_for(go: Path) -> None:
+    """Say this worker is up, then wait until `go` exists."""
+    Path(f"{go}.waiting").touch()
+    while not go.exists():
+        time.sleep(0.002)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one worker; print its outcome as JSON."""
     parser = argparse.ArgumentParser(prog="python -m tests.hazard_worker")
@@ -103,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttl", type=float, default=30.0)
     parser.add_argument("--claim-wait", type=float, default=10.0)
     parser.add_argument("--bug", action="store_true")
+    parser.add_argument("--go", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.go is not None:
+        wait_for(args.go)
     journal, claims = open_journal(journal_address(args.dir), claim_ttl=args.ttl)
     gate = Gate(journal, build_target(args.endpoint, args.fence, args.in_flight, args.bug), claims=claims,
                 claim_wait=args.claim_wait, hooks=crash.HOOK)

@@ -113,8 +113,12 @@ def test_recovery_waits_out_an_unfenced_request_that_outlives_its_sender(world, 
 @pytest.mark.parametrize("world", ["jsonl"], indirect=True)
 def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
     ledger.configure(delay=2.0)
+    go = world / "go"
+    recoverer = worker(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0", "--go", str(go))
+    wait_until(Path(f"{go}.waiting").exists, what="the recovering worker starting")  # started before the race
     kill_while_at_the_service(world, ledger, "--in-flight", "2.5")
-    outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0"))
+    go.touch()
+    outcome = finished(recoverer)
     assert ledger.applies(EFFECT) == 0, "the stray write landed before recovery looked: the schedule did not race"
     dispatched = next(e for e in journal_entries(world) if e["kind"] == "DISPATCHED")
     assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 2.5)
