@@ -3,8 +3,12 @@
 Each worker is a fresh spawned process that sets its system up (imports, connections, a DBOS launch) and makes
 WARMUP effects of its own untimed (so a database session's first statements, which plan and compile, and a
 process's first pass through its code fall on no system's figures), waits at a barrier with the others, then
-makes its share of effects one after another, timing each. The rate is every effect over the span from the first
-worker's start to the last worker's end; a worker that fails stops the run at once.
+makes its share of effects one after another, timing each. The rate is taken while every worker runs: the effects
+finished between the last worker's start and the first worker's end, over that time. Before it lies the warm-up,
+after it the cool-down, when the workers that drew the longest turns finish alone on a machine the others have
+left (a fifth of a 16-worker run of 120 effects each); a fleet that keeps working has neither. The whole run's
+rate, first start to last end, stands beside it, and the share of the run that came after the first worker's end.
+A worker that fails stops the run at once.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import bisect
 import queue
 import resource
 import time
@@ -23,17 +28,25 @@ DEADLINE_SECONDS = 600.0
 WARMUP = 10  # untimed effects per worker before the barrier
 
 Call = Callable[[str], None]  # makes the effect with this key, raising if it did not go through
+# what a worker sends back: start, end, latencies, CPU seconds, voluntary and involuntary switches, finish times
+Report = tuple[float, float, list[float], float, int, int, list[float]]
 
 
 @dataclass(frozen=True)
 class Run:
-    """What one run measured: every effect's latency, effects per second across all workers, the CPU time the
-    workers spent per effect (beside the wall time per effect it says whether a run waited or computed), and how
-    often per effect a worker gave up its core: to wait (voluntary) or because the scheduler took it (involuntary)."""
+    """What one run measured: every effect's latency, effects per second across all workers while every one of them
+    ran (`window_effects` over `window_seconds`) and over the whole run (`seconds` from first start to last end,
+    `tail_share` of it after the first worker's end), the CPU time the workers spent per effect (beside the wall
+    time per effect it says whether a run waited or computed), and how often per effect a worker gave up its core:
+    to wait (voluntary) or because the scheduler took it (involuntary)."""
 
     effects_per_second: float
     latencies: list[float]
     seconds: float
+    whole_run_effects_per_second: float
+    window_effects: int
+    window_seconds: float
+    tail_share: float
     cpu_seconds_per_effect: float
     voluntary_switches_per_effect: float
     involuntary_switches_per_effect: float
@@ -66,14 +79,15 @@ def _worker(setup: Callable[..., Call], args: tuple[Any, ...], worker: int, keys
         call(f"{keys[0]}-warmup-{i}")
     start.wait()
     began, cpu, usage = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
-    latencies = []
+    latencies, finished = [], []
     for key in keys:
         t = time.perf_counter()
         call(key)
         latencies.append(time.perf_counter() - t)
+        finished.append(time.time())
     after = resource.getrusage(resource.RUSAGE_SELF)
     done.put((began, time.time(), latencies, time.process_time() - cpu, after.ru_nvcsw - usage.ru_nvcsw,
-              after.ru_nivcsw - usage.ru_nivcsw))
+              after.ru_nivcsw - usage.ru_nivcsw, finished))
 
 
 def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int, effects: int, run: str) -> Run:
@@ -97,15 +111,28 @@ def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int,
     latencies = [x for r in results for x in r[2]]
     if len(latencies) != share * workers:
         raise RuntimeError(f"{run}: {len(latencies)} of {share * workers} effects timed")
-    seconds = max(r[1] for r in results) - min(r[0] for r in results)
-    effects = len(latencies)
-    return Run(effects / seconds, latencies, seconds, sum(r[3] for r in results) / effects,
-               sum(r[4] for r in results) / effects, sum(r[5] for r in results) / effects)
+    first, last = min(r[0] for r in results), max(r[1] for r in results)
+    window, window_seconds = while_all_ran(results, run)
+    effects, seconds = len(latencies), last - first
+    tail = last - min(r[1] for r in results)  # after the first worker's end
+    return Run(window / window_seconds, latencies, seconds, effects / seconds, window, window_seconds, tail / seconds,
+               sum(r[3] for r in results) / effects, sum(r[4] for r in results) / effects,
+               sum(r[5] for r in results) / effects)
 
 
-def _collect(done: Any, procs: list[Any]) -> list[tuple[float, float, list[float], float, int, int]]:
+def while_all_ran(results: list[Report], run: str) -> tuple[int, float]:
+    """How many effects finished while every worker ran, from the last worker's start to the first one's end, and
+    how long that was."""
+    opened, closed = max(r[0] for r in results), min(r[1] for r in results)
+    if closed <= opened:
+        raise RuntimeError(f"{run}: a worker ended before the last one started: no moment when every worker ran")
+    finished = sorted(t for r in results for t in r[6])
+    return bisect.bisect_right(finished, closed) - bisect.bisect_right(finished, opened), closed - opened
+
+
+def _collect(done: Any, procs: list[Any]) -> list[Report]:
     """Each worker's figures; a worker that died (its set-up or an effect failed) stops the run at once."""
-    results: list[tuple[float, float, list[float], float, int, int]] = []
+    results: list[Report] = []
     deadline = time.monotonic() + DEADLINE_SECONDS
     while len(results) < len(procs):
         try:

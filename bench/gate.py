@@ -33,8 +33,7 @@ SMALL = 1_000
 CLAIM_RUNS = 20
 WORKERS = (1, 4, 16)
 ROUNDS = 3
-SHARED_EFFECTS = 1920  # per worker count, split evenly between the workers: 120 each at 16, so the start and the
-# last straggler weigh little beside the steady state
+SHARED_EFFECTS = 1920  # per worker count, split evenly between the workers: 120 each at 16
 RECENT = 1_000  # entries appended after the last checkpoint before the timed open
 WITNESS_FLUSHES = 2_000
 TARGETS = {
@@ -158,11 +157,15 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
 
 def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:
     """The medians over the rounds of `runs` (one per round): effects/s, the scaling against each round's single
-    worker in `singles`, CPU per effect, and the times per effect a worker waited (voluntary) or was preempted."""
+    worker in `singles` (while every worker ran, and over the whole run), the share of the run after the first
+    worker's end, CPU per effect, and the times per effect a worker waited (voluntary) or was preempted."""
     return {
         f"jsonl_effects_per_second_{label}": round(statistics.median(r.effects_per_second for r in runs), 1),
         f"jsonl_scaling_{label}": round(statistics.median(
             r.effects_per_second / one.effects_per_second for r, one in zip(runs, singles)), 2),
+        f"jsonl_scaling_{label}_whole_run": round(statistics.median(
+            r.whole_run_effects_per_second / one.whole_run_effects_per_second for r, one in zip(runs, singles)), 2),
+        f"jsonl_tail_share_{label}": round(statistics.median(r.tail_share for r in runs), 2),
         f"jsonl_cpu_ms_per_effect_{label}": round(statistics.median(r.cpu_seconds_per_effect for r in runs) * 1e3, 3),
         f"jsonl_context_switches_per_effect_{label}": {
             "voluntary": round(statistics.median(r.voluntary_switches_per_effect for r in runs), 2),

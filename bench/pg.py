@@ -98,6 +98,12 @@ def per_round(runs: list[Run], against: list[Run]) -> float:
     return round(statistics.median(r.effects_per_second / a.effects_per_second for r, a in zip(runs, against)), 2)
 
 
+def whole_runs_per_round(runs: list[Run], against: list[Run]) -> float:
+    """`per_round` on the whole runs' rates, first start to last end, cool-down included."""
+    return round(statistics.median(r.whole_run_effects_per_second / a.whole_run_effects_per_second
+                                   for r, a in zip(runs, against)), 2)
+
+
 def _ceiling(owned: list[Run], served: list[float], runs: dict[tuple[str, int], list[Run]],
              most: int) -> dict[str, Any]:
     """The figures of `most` workers each on a database of its own, beside the shared journal's: the scaling a
@@ -238,6 +244,10 @@ def run() -> dict[str, Any]:
                 out[f"{backend}_worker_cpu_ms_per_effect_{n}_workers"] = round(
                     statistics.median(r.cpu_seconds_per_effect for r in runs[backend, n]) * 1000, 3)
                 out[f"{backend}_scaling_{n}_workers"] = per_round(runs[backend, n], runs[backend, 1])
+                out[f"{backend}_scaling_{n}_workers_whole_run"] = whole_runs_per_round(runs[backend, n],
+                                                                                       runs[backend, 1])
+                out[f"{backend}_tail_share_{n}_workers"] = round(
+                    statistics.median(r.tail_share for r in runs[backend, n]), 2)
         for n in WORKERS:  # warm-up effects and the sessions' start included: the server serves those too
             out[f"postgresql_server_cpu_ms_per_effect_{n}_workers"] = round(statistics.median(served[n]) * 1000, 3)
         for n in WORKERS:

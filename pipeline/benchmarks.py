@@ -34,8 +34,10 @@ DESCRIPTIONS: dict[str, Description] = {
     "gate": Description(
         "The gate's own cost",
         "What gating a call adds over calling the service directly, what a journal append costs as the journal "
-        "grows, how long opening and verifying a million-entry journal takes, and how soon a SIGKILLed holder's "
-        "claim is free."),
+        "grows, how many effects per second 1, 4 and 16 workers make through one journal (counted while every "
+        "worker runs; the scaling over the whole run and the share of it the last workers' cool-down took stand "
+        "beside it), how long opening and verifying a million-entry journal takes, and how soon a SIGKILLed "
+        "holder's claim is free."),
     "append_phases": Description(
         "Where a shared JSONL append spends its CPU",
         "The CPU per gated effect in each phase of the JSONL journal, for one worker, for 16 workers on one journal "
@@ -47,7 +49,9 @@ DESCRIPTIONS: dict[str, Description] = {
     "pg": Description(
         "PostgreSQL journal and claims beside the JSONL journal",
         "Effects per second as concurrent workers grow, on each journal backend under one durability contract (a "
-        "send on disk before its request, every other entry with the next flush), the CPU time the workers spend "
+        "send on disk before its request, every other entry with the next flush), counted while every worker runs "
+        "(the scaling over the whole run, the last workers' cool-down included, and the share of the run that "
+        "cool-down took stand beside it), the CPU time the workers spend "
         "per effect and, apart, the PostgreSQL server's (every server process over the whole run, its sessions' "
         "start-up and the warm-up effects included), and how soon another worker takes over an effect whose "
         "holder was SIGKILLed or stopped. The 16_workers_own_databases figures are 16 workers each on a database "

@@ -42,8 +42,21 @@ def test_a_throughput_run_times_every_effect_and_fails_when_one_does_not_go_thro
     first = run_workers(submitter, (journal,), 2, 8, "run")
     assert len(first.latencies) == 8 and first.effects_per_second > 0 and first.cpu_seconds_per_effect > 0
     assert first.voluntary_switches_per_effect > 0  # each effect waits at least for its flush
+    assert 0 < first.window_effects <= 8 and 0 < first.window_seconds <= first.seconds and 0 <= first.tail_share < 1
     with pytest.raises(RuntimeError, match="a benchmark worker failed"):
         run_workers(submitter, (journal,), 2, 8, "run")  # the same keys again: each is a duplicate, not a commit
+
+
+def test_a_throughput_rate_counts_only_the_effects_finished_while_every_worker_ran():
+    from bench._throughput import while_all_ran
+
+    early = (0.0, 4.0, [], 0.0, 0, 0, [1.0, 2.0, 3.0, 4.0])  # started first, ended first
+    late = (0.5, 10.0, [], 0.0, 0, 0, [0.6, 1.5, 2.5, 10.0])  # its last effect came in the cool-down
+    assert while_all_ran([early, late], "run") == (7, 3.5)
+    alone = (0.0, 4.0, [], 0.0, 0, 0, [1.0, 2.0, 3.0, 4.0])
+    assert while_all_ran([alone], "run") == (4, 4.0)  # one worker: its whole run
+    with pytest.raises(RuntimeError, match="no moment when every worker ran"):
+        while_all_ran([(0.0, 1.0, [], 0.0, 0, 0, [1.0]), (2.0, 3.0, [], 0.0, 0, 0, [3.0])], "run")
 
 
 def test_the_ceiling_run_gives_each_worker_a_journal_of_its_own(tmp_path):
