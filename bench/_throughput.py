@@ -13,12 +13,13 @@ A worker that fails stops the run at once.
 
 from __future__ import annotations
 
+import bisect
 import json
 import multiprocessing
 import os
-import bisect
 import queue
 import resource
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,16 +41,24 @@ class Run:
     time per effect it says whether a run waited or computed), and how often per effect a worker gave up its core:
     to wait (voluntary) or because the scheduler took it (involuntary)."""
 
-    effects_per_second: float
     latencies: list[float]
     seconds: float
-    whole_run_effects_per_second: float
     window_effects: int
     window_seconds: float
     tail_share: float
     cpu_seconds_per_effect: float
     voluntary_switches_per_effect: float
     involuntary_switches_per_effect: float
+
+    @property
+    def effects_per_second(self) -> float:
+        """Effects per second while every worker ran."""
+        return self.window_effects / self.window_seconds
+
+    @property
+    def whole_run_effects_per_second(self) -> float:
+        """Effects per second from the first worker's start to the last one's end."""
+        return len(self.latencies) / self.seconds
 
 
 def durable_service(path: Path) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
@@ -115,9 +124,17 @@ def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int,
     window, window_seconds = while_all_ran(results, run)
     effects, seconds = len(latencies), last - first
     tail = last - min(r[1] for r in results)  # after the first worker's end
-    return Run(window / window_seconds, latencies, seconds, effects / seconds, window, window_seconds, tail / seconds,
-               sum(r[3] for r in results) / effects, sum(r[4] for r in results) / effects,
-               sum(r[5] for r in results) / effects)
+    return Run(latencies, seconds, window, window_seconds, tail / seconds, sum(r[3] for r in results) / effects,
+               sum(r[4] for r in results) / effects, sum(r[5] for r in results) / effects)
+
+
+def per_round(runs: list[Run], against: list[Run], *, whole_run: bool = False) -> float:
+    """The median over the rounds of each round's rate over the rate it is set against in that round (while every
+    worker ran, or over the whole runs): the machine's drift between rounds falls on both sides of each ratio alike."""
+    def rate(r: Run) -> float:
+        return r.whole_run_effects_per_second if whole_run else r.effects_per_second
+
+    return round(statistics.median(rate(r) / rate(a) for r, a in zip(runs, against)), 2)
 
 
 def while_all_ran(results: list[Report], run: str) -> tuple[int, float]:

@@ -23,7 +23,7 @@ from interlock.witness import Mark, Witness
 
 from ._lock_turns import lock_turns
 from ._results import against
-from ._throughput import Call, Run, durable_service, expect, run_workers
+from ._throughput import Call, Run, durable_service, expect, per_round, run_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECTS = 200
@@ -148,8 +148,7 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     # The ceiling: as many processes, each on its own journal. The scaling a shared journal can reach here is at
     # most this one's, and the shared journal's cost is its rate against this one, round by round.
     out.update(_figures(own, singles, f"{most}_workers_own_journals"))
-    out[f"jsonl_shared_vs_own_journals_{most}_workers"] = round(statistics.median(
-        r[most].effects_per_second / m.effects_per_second for m, r in zip(own, rounds)), 2)
+    out[f"jsonl_shared_vs_own_journals_{most}_workers"] = per_round([r[most] for r in rounds], own)
     for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
@@ -161,10 +160,8 @@ def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:
     worker's end, CPU per effect, and the times per effect a worker waited (voluntary) or was preempted."""
     return {
         f"jsonl_effects_per_second_{label}": round(statistics.median(r.effects_per_second for r in runs), 1),
-        f"jsonl_scaling_{label}": round(statistics.median(
-            r.effects_per_second / one.effects_per_second for r, one in zip(runs, singles)), 2),
-        f"jsonl_scaling_{label}_whole_run": round(statistics.median(
-            r.whole_run_effects_per_second / one.whole_run_effects_per_second for r, one in zip(runs, singles)), 2),
+        f"jsonl_scaling_{label}": per_round(runs, singles),
+        f"jsonl_scaling_{label}_whole_run": per_round(runs, singles, whole_run=True),
         f"jsonl_tail_share_{label}": round(statistics.median(r.tail_share for r in runs), 2),
         f"jsonl_cpu_ms_per_effect_{label}": round(statistics.median(r.cpu_seconds_per_effect for r in runs) * 1e3, 3),
         f"jsonl_context_switches_per_effect_{label}": {

@@ -41,7 +41,7 @@ from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 
 from ._results import against
-from ._throughput import WARMUP, Call, Run, expect, run_workers
+from ._throughput import WARMUP, Call, Run, expect, per_round, run_workers
 
 WORKERS = (1, 4, 16)
 EFFECTS = 960  # per run, split evenly between the workers: 60 each at 16, about 1 s of one worker at 1
@@ -90,18 +90,6 @@ def server_cpu_seconds(data: Path) -> float:
         elif int(fields[1]) == postmaster:
             ticks += int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def per_round(runs: list[Run], against: list[Run]) -> float:
-    """The median over the rounds of each round's rate over the rate it is set against in that round: the machine's
-    drift between rounds falls on both sides of each ratio alike."""
-    return round(statistics.median(r.effects_per_second / a.effects_per_second for r, a in zip(runs, against)), 2)
-
-
-def whole_runs_per_round(runs: list[Run], against: list[Run]) -> float:
-    """`per_round` on the whole runs' rates, first start to last end, cool-down included."""
-    return round(statistics.median(r.whole_run_effects_per_second / a.whole_run_effects_per_second
-                                   for r, a in zip(runs, against)), 2)
 
 
 def _ceiling(owned: list[Run], served: list[float], runs: dict[tuple[str, int], list[Run]],
@@ -244,8 +232,8 @@ def run() -> dict[str, Any]:
                 out[f"{backend}_worker_cpu_ms_per_effect_{n}_workers"] = round(
                     statistics.median(r.cpu_seconds_per_effect for r in runs[backend, n]) * 1000, 3)
                 out[f"{backend}_scaling_{n}_workers"] = per_round(runs[backend, n], runs[backend, 1])
-                out[f"{backend}_scaling_{n}_workers_whole_run"] = whole_runs_per_round(runs[backend, n],
-                                                                                       runs[backend, 1])
+                out[f"{backend}_scaling_{n}_workers_whole_run"] = per_round(runs[backend, n], runs[backend, 1],
+                                                                            whole_run=True)
                 out[f"{backend}_tail_share_{n}_workers"] = round(
                     statistics.median(r.tail_share for r in runs[backend, n]), 2)
         for n in WORKERS:  # warm-up effects and the sessions' start included: the server serves those too
