@@ -44,7 +44,7 @@ from ._results import against
 from ._throughput import WARMUP, Call, Run, expect, per_round, run_workers
 
 WORKERS = (1, 4, 16)
-EFFECTS = 960  # per run, split evenly between the workers: 60 each at 16, about 1 s of one worker at 1
+EFFECTS = 1920  # per run, split evenly between the workers: 120 each at 16, as in the gate benchmark
 REPEATS = 3
 TAKEOVERS = 5
 LEASE_TTL = 1.0  # seconds: the lease of the holders killed in a request or paused
