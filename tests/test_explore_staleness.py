@@ -1,11 +1,16 @@
-"""`--stale`: which reliability files still stand for the code, read from a real git history."""
+"""`--stale`: which reliability files still stand for the code, read from a real git history; and `make explore`,
+the one command that runs each of them again as it was run."""
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
+from dataclasses import replace
+from pathlib import Path
 
-from experiments.explore.__main__ import main
+from experiments.explore.__main__ import main, parse_args
 from experiments.explore.staleness import not_run, report
 
 
@@ -71,3 +76,19 @@ def test_every_declared_cell_without_a_file_is_named_not_run(tmp_path):
 def test_the_stale_flag_prints_the_report_and_exits_zero(tmp_path, capsys):
     assert main(["--stale", "--out", str(tmp_path)]) == 0
     assert "not run: explore_calendar.json" in capsys.readouterr().out
+
+
+def test_make_explore_runs_every_committed_exploration_as_its_file_records_it():
+    root = Path(__file__).parents[1]
+    dry = subprocess.run(["make", "-n", "explore"], cwd=root, capture_output=True, text=True, check=True).stdout
+    planned = {}
+    for hazards, command in re.findall(r"for hazard in ([\w ]+); do (.*?) \|\|", re.sub(r"\s*\\\n\s*", " ", dry)):
+        for hazard in hazards.split():
+            argv = shlex.split(command.replace("$hazard", hazard))[3:]  # past `<python> -m experiments.explore`
+            planned.update({plan.name: plan for plan in parse_args(argv).plans})
+    committed = sorted((root / "results" / "reliability").glob("explore_*.json"))
+    assert committed and set(planned) == {path.name for path in committed}
+    for path in committed:
+        stored = json.loads(path.read_text())
+        [recorded] = parse_args(shlex.split(stored["command"])[3:]).plans
+        assert planned[path.name] == replace(recorded, jobs=stored["jobs"]), path.name
