@@ -2,19 +2,19 @@
 how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what the claims' renewals cost.
 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
-journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a
-confirm of the claim right before the send and a release; on PostgreSQL, four waited round trips (the claim with
-PROPOSED, AUTHORIZED with DISPATCHED, the confirm, COMMITTED), the release's answer read with the next statement.
-Both backends keep one durability contract: the send's entry is on disk before its request (fsync; on PostgreSQL the confirm's synchronous commit, whose flush covers the
-DISPATCHED written before it), every other entry with the next flush. Beside each rate stands the CPU time the
-workers spent per effect and, apart, the database server's: every server process, counted over the whole run, so
-the warm-up effects it served are divided in and its sessions' start-up is in it. Worker counts are interleaved
-between the backends, round after round, and each rate is the median of REPEATS rounds, since the machine is
-shared; each ratio (a scaling, PostgreSQL against JSONL) is the median of the ratios within a round, so drift
-between rounds falls on both sides of it alike; the load average at the start and the end says how busy it was.
-Each round also runs 16 workers each on a database of its own on the same server: sharing nothing but the server
-and the cores, they show about the most 16 workers get from this machine, so the scaling a shared journal can
-reach here.
+journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a confirm
+of the claim right before the send and a release; on PostgreSQL, four waited round trips (the claim with PROPOSED,
+AUTHORIZED with DISPATCHED, the confirm, COMMITTED), the release's answer read with the next statement. Both
+backends keep one durability contract: the send's entry is on disk before its request (fsync; on PostgreSQL the
+confirm's synchronous commit, whose flush covers the DISPATCHED written before it), every other entry with the next
+flush. Beside each rate stands the CPU time the workers spent per effect and, apart, the database server's: every
+server process, counted over the whole run, so the warm-up effects it served are divided in and its sessions'
+start-up is in it. Worker counts are interleaved between the backends, round after round, and each rate is the
+median of REPEATS rounds, since the machine is shared; each ratio (a scaling, PostgreSQL against JSONL) is the
+median of the ratios within a round, so drift between rounds falls on both sides of it alike; the load average at
+the start and the end says how busy it was. Each round also runs 16 workers each on a database of its own on the
+same server: sharing nothing but the server and the cores, they show about the most 16 workers get from this
+machine, so the scaling a shared journal can reach here.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as

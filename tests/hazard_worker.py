@@ -1,13 +1,14 @@
 """A gated worker over the ledger service (`experiments.services.ledger`), run as a real process by the hazard tests.
 
 `python -m tests.hazard_worker DIR ENDPOINT [--mode submit|recover] [--fence none|version|epoch|dedupe]
-[--in-flight S] [--ttl S] [--claim-wait S] [--bug] [--go FILE]` submits (or recovers) one write and prints its outcome
-as one JSON line; with `--go` it starts, writes `FILE.waiting`, and waits for FILE before it opens the journal, so a
-test can have it ready the moment another worker dies. The target declares what the fence covers: the version
-premise and a second write (`version`), a second write (`dedupe`, tier 1), a superseded epoch, which recovery raises at the ledger first (`epoch`). The lease is `DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the
-ledger resource's version, whose own write (the ledger names the writer) is not a change. Kill and pause points
-come from the environment through the experiments' crash hook. `--bug` makes the send raise KeyError before it
-sends anything: the caller's own error.
+[--in-flight S] [--ttl S] [--claim-wait S] [--bug] [--go FILE]`
+submits (or recovers) one write and prints its outcome as one JSON line; with `--go` it starts, writes
+`FILE.waiting`, and waits for FILE before it opens the journal, so a test can have it ready the moment another
+worker dies. The target declares what the fence covers: the version premise and a second write (`version`), a second
+write (`dedupe`, tier 1), a superseded epoch, which recovery raises at the ledger first (`epoch`). The lease is
+`DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the ledger resource's version, whose
+own write (the ledger names the writer) is not a change. Kill and pause points come from the environment through the
+experiments' crash hook. `--bug` makes the send raise KeyError before it sends anything: the caller's own error.
 """
 
 from __future__ import annotations
