@@ -1,8 +1,9 @@
-"""`--stale`: which reliability files still stand for the code, read from a real git history; and `make explore`,
-the one command that runs each of them again as it was run."""
+"""`--stale`: which result files (explorations, tamper corpus, scenario runs) still stand for the code, read from a
+real git history; and `make explore`, the one command that runs each exploration again as it was run."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
@@ -20,8 +21,22 @@ def _git(repo, *args):
     return done.stdout.strip()
 
 
-def _result(out, name, commit):
-    (out / name).write_text(json.dumps({"provenance": {"commit": commit}}))
+def _result(out, name, commit, journal=None):
+    (out / name).write_text(json.dumps({"provenance": {"commit": commit, "journal": journal}}))
+
+
+def _history(repo, path, changed_to):
+    """A repository whose second commit changes `path`; returns the first commit."""
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text("A = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "first")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / path).write_text(changed_to)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "second")
+    return first
 
 
 def test_a_result_whose_library_changed_since_its_commit_is_listed_with_the_files(tmp_path):
@@ -63,6 +78,41 @@ def test_a_change_to_the_postgresql_journal_stales_only_the_postgresql_results(t
     lines = report(out, repo)
     assert f"explore_ledger_sigstop.json  {first[:8]}  up to date" in lines
     assert f"explore_ledger_pg_paused_past_ttl.json  {first[:8]}  1 file(s) changed since: interlock/pg/journal.py" in lines
+
+
+def test_the_scenario_runs_and_the_tamper_corpus_are_held_to_the_code_their_runs_reach(tmp_path):
+    repo, out, scenarios = tmp_path, tmp_path / "results" / "reliability", tmp_path / "results" / "scenarios"
+    out.mkdir(parents=True)
+    scenarios.mkdir()
+    first = _history(repo, "interlock/pg/journal.py", "A = 2\n")
+    _result(out, "tamper.json", first)
+    _result(scenarios, "calendar.json", first, {"backend": "jsonl", "where": "each cell's own journal.jsonl"})
+    _result(scenarios, "gcp_resource.json", first, {"backend": "postgresql", "where": "postgresql://x@h/db"})
+    lines = report(out, repo)
+    assert f"tamper.json  {first[:8]}  1 file(s) changed since: interlock/pg/journal.py" in lines
+    assert f"scenarios/calendar.json  {first[:8]}  up to date" in lines
+    assert f"scenarios/gcp_resource.json  {first[:8]}  1 file(s) changed since: interlock/pg/journal.py" in lines
+
+
+def test_a_change_to_this_listing_alone_leaves_every_result_standing(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "experiments/explore/staleness.py", "A = 2\n")
+    _result(out, "explore_ledger.json", first)
+    assert report(out, repo) == [f"explore_ledger.json  {first[:8]}  up to date"] + [
+        f"not run: {name}" for name in not_run(out)]
+
+
+def test_no_run_reads_the_listing_only_the_stale_flag_does():
+    root = Path(__file__).parents[1]
+    importers = []
+    for path in sorted((root / "experiments").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("staleness"):
+                importers.append(path.relative_to(root).as_posix())
+    assert importers == ["experiments/explore/__main__.py"]
+    main_source = (root / "experiments" / "explore" / "__main__.py").read_text()
+    assert main_source.count("report(") == 1 and "if args.stale:" in main_source
 
 
 def test_every_declared_cell_without_a_file_is_named_not_run(tmp_path):

@@ -1,9 +1,10 @@
-"""Which reliability results still stand for the code: each file's commit against the code that decides its runs.
+"""Which results still stand for the code: each file's commit against the code that decides its runs.
 
 A result file counts what one commit's gate and harness did. After the library or the experiments change, the
 file may no longer say what today's code does (a regression hides behind an old file), so before a claim is
-made from the reliability page, `python -m experiments.explore --stale` lists every file whose code moved since
-it was run, and every hazard cell the hazard table declares that has no file yet.
+made from the site, `python -m experiments.explore --stale` lists every result file whose code moved since it was
+run (the explorations, the tamper corpus beside them, the scenario runs in the `scenarios` folder beside that),
+and every hazard cell the hazard table declares that has no file yet.
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from experiments.explore.hazards import ALL, HAZARDS, result_name
 
 CODE = ("interlock", "experiments")  # what decides a run's outcome; results/, bench/, site/ and pipeline/ do not
+NO_RUN_READS = ("experiments/explore/staleness.py",)  # this listing: no run's outcome depends on it
 SHARED_JOURNAL_ONLY = "interlock/pg/"  # code only the runs on the PostgreSQL journal reach
+TAMPER = "tamper.json"  # its corpus includes journals written by the PostgreSQL backend
+SCENARIOS = "scenarios"  # beside the reliability folder: the scenario runs, on the journal each file names
 
 
 @dataclass(frozen=True)
@@ -29,22 +34,35 @@ class Standing:
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
-    """Every `explore_*.json` in `out`, with the code changed between its commit and the work tree's HEAD that its
-    runs reach (a file-journal run never reaches the PostgreSQL journal's code)."""
+    """Every `explore_*.json` and the tamper corpus in `out`, then every scenario run in the `scenarios` folder
+    beside it, with the code changed between its commit and the work tree's HEAD that its runs reach (a run on the
+    file journal never reaches the PostgreSQL journal's code). Scenario files are named from the results folder."""
     found, changed = [], {}  # many files share a commit: one diff each
-    on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL}
-    for path in sorted(out.glob("explore_*.json")):
-        try:
-            commit = json.loads(path.read_text())["provenance"]["commit"]
-        except (OSError, ValueError, KeyError, TypeError):
-            commit = None
+    on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL} | {TAMPER}
+    files = [*sorted(out.glob("explore_*.json")), *[path for path in [out / TAMPER] if path.exists()]]
+    for path in [*files, *sorted((out.parent / SCENARIOS).glob("*.json"))]:
+        provenance = _provenance(path)
+        commit = provenance.get("commit")
         if isinstance(commit, str) and commit not in changed:
             changed[commit] = _changed_since(commit, repo)
-        moved = changed.get(commit)
-        if moved is not None and path.name not in on_postgresql:
+        moved = changed.get(commit) if isinstance(commit, str) else None
+        journal = provenance.get("journal")
+        shared = path.name in on_postgresql if path.parent == out else (
+            isinstance(journal, dict) and journal.get("backend") == "postgresql")
+        if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
-        found.append(Standing(path.name, commit, moved))
+        name = path.name if path.parent == out else f"{SCENARIOS}/{path.name}"
+        found.append(Standing(name, commit if isinstance(commit, str) else None, moved))
     return found
+
+
+def _provenance(path: Path) -> dict[str, Any]:
+    """The file's provenance object; empty when the file cannot be read or has none."""
+    try:
+        provenance = json.loads(path.read_text())["provenance"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return provenance if isinstance(provenance, dict) else {}
 
 
 def not_run(out: Path) -> list[str]:
@@ -73,7 +91,8 @@ def report(out: Path, repo: Path) -> list[str]:
 
 def _changed_since(commit: str, repo: Path) -> tuple[str, ...] | None:
     try:
-        done = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", commit, "HEAD", "--", *CODE],
+        done = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", commit, "HEAD", "--", *CODE,
+                               *(f":(exclude){path}" for path in NO_RUN_READS)],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
