@@ -2,8 +2,7 @@
 witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes (and, for the ceiling
 this machine sets, 16 processes each on a journal of its own), append cost on a 1,000 vs a 1,000,000-entry journal,
 opening that journal from a recent checkpoint, resident memory of a process that opens and recovers it,
-whole-journal verify throughput, how many claim files the settled effects left behind (none: a settled effect's
-claim is retired), and how soon a SIGKILLed sender's claim is free."""
+whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
 
 from __future__ import annotations
 
@@ -151,9 +150,6 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     # most this one's, and the shared journal's cost is its rate against this one, round by round.
     out.update(_figures(own, singles, f"{most}_workers_own_journals"))
     out[f"jsonl_shared_vs_own_journals_{most}_workers"] = per_round([r[most] for r in rounds], own)
-    # every effect of the shared runs settled, so its claim's file went with it: the claims folders hold none
-    journals = sorted(folder.glob("journal-*.jsonl"))
-    out["claim_files_left_after_the_shared_runs"] = sum(len(list(Path(f"{j}.claims").iterdir())) for j in journals)
     for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out

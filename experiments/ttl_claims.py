@@ -36,11 +36,6 @@ class TtlClaim:
         write_json(self.record, {**_read(self.record), "released": True})
         self.inner.release()
 
-    def retire(self) -> None:
-        """Give the effect back for good (its resolution journaled) and record that it was given back."""
-        write_json(self.record, {**_read(self.record), "released": True})
-        self.inner.retire()
-
     def __enter__(self) -> TtlClaim:
         return self
 

@@ -11,11 +11,8 @@ before every request, answers False once the epoch was superseded (or is about t
 losing its claim does not send. What remains is a sender stopped between its confirm and its request for longer than
 `ttl`: only a service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says
 when its holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a
-holder which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Once the
-journal holds the effect's resolution its claim is retired: the file goes, so the directory holds the effects still
-open, not every effect ever sent. A claim taken later starts a new file at epoch 1; whoever opened the old one finds
-it unlinked (no links left) once it holds its lock, and opens the new one instead. Claims shared across hosts need a
-store with its own clock: see `interlock.pg`.
+holder which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims
+shared across hosts need a store with its own clock: see `interlock.pg`.
 """
 
 from __future__ import annotations
@@ -80,13 +77,6 @@ class Claim:
             self._claims._release(self)
             self._claims = None
 
-    def retire(self) -> None:
-        """Give the effect back for good, its resolution journaled: the claim's file is deleted when this epoch
-        holds it with its flock (nobody else then has a stake in it), else the claim is released as usual."""
-        if self._claims is not None:
-            self._claims._release(self, retire=True)
-            self._claims = None
-
     def __enter__(self) -> Claim:
         return self
 
@@ -120,10 +110,6 @@ class FileClaims:
         try:
             while True:
                 claim = self._try(effect_id, fd)
-                if claim is None and os.fstat(fd).st_nlink == 0:  # retired: the claim lives on in a new file
-                    os.close(fd)
-                    fd = self._open(effect_id)
-                    continue
                 if claim is not None:
                     fd = -1
                     return claim
@@ -135,12 +121,8 @@ class FileClaims:
                 os.close(fd)
 
     def owner(self, effect_id: str) -> dict[str, Any] | None:
-        """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed, or
-        retired since."""
-        try:
-            fd = os.open(self._file(effect_id), os.O_RDWR)
-        except FileNotFoundError:
-            return None
+        """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed."""
+        fd = self._open(effect_id)
         try:
             with _record_locked(fd):
                 return _read(fd) or None
@@ -154,10 +136,6 @@ class FileClaims:
         except BlockingIOError:
             locked = False
         with _record_locked(fd):
-            if os.fstat(fd).st_nlink == 0:  # retired after this process opened it: never taken (see `acquire`)
-                if locked:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                return None
             record = _read(fd)
             stale = time.time() - record.get("renewed", 0.0) > self.ttl
             free = not record or record.get("released") or stale or (locked and record.get("flock", False))
@@ -193,8 +171,6 @@ class FileClaims:
 
     def _holds(self, claim: Claim) -> bool:
         with self._owned(claim) as fd:
-            if fd is None:
-                return False
             record = _read(fd)
             if not self._owns(record, claim):
                 return False
@@ -211,8 +187,6 @@ class FileClaims:
         """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
         when given); False otherwise."""
         with self._owned(claim) as fd:
-            if fd is None:
-                return False
             record = _read(fd)
             if not self._owns(record, claim):
                 return False
@@ -220,7 +194,7 @@ class FileClaims:
                         "sending": record.get("sending", False) if sending is None else sending})
             return True
 
-    def _release(self, claim: Claim, *, retire: bool = False) -> None:
+    def _release(self, claim: Claim) -> None:
         with self._lock:
             if self._held.get(claim.effect_id) is claim:
                 del self._held[claim.effect_id]
@@ -229,8 +203,6 @@ class FileClaims:
             if fd < 0:
                 return
             try:
-                if claim._locked and retire:
-                    self._retire(claim, fd)
                 if claim._locked:  # the flock first: a waiter that then sees this record unreleased takes it with it
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     claim._locked = False
@@ -240,19 +212,6 @@ class FileClaims:
                         _write(fd, {**record, "released": True})
             finally:
                 os.close(fd)
-
-    def _retire(self, claim: Claim, fd: int) -> None:
-        """Delete the claim's file while this epoch owns it and holds its flock: nobody else holds the flock, and a
-        process that opened the file meanwhile sees it unlinked once it takes the record lock this holds."""
-        with _record_locked(fd):
-            record = _read(fd)
-            if record.get("epoch") != claim.epoch or record.get("pid") != os.getpid() or record.get("released"):
-                return  # taken over while this holder was stopped: the file is its new owner's
-            try:
-                if os.stat(self._file(claim.effect_id)).st_ino == os.fstat(fd).st_ino:
-                    os.unlink(self._file(claim.effect_id))
-            except FileNotFoundError:
-                pass
 
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
@@ -271,20 +230,21 @@ class FileClaims:
             for claim in held:
                 self._renew(claim)
 
-    def _file(self, effect_id: str) -> Path:
-        return self.directory / f"{effect_id}.lock"
-
     def _open(self, effect_id: str) -> int:
-        return os.open(self._file(effect_id), os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(self.directory / f"{effect_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
 
     @contextmanager
-    def _owned(self, claim: Claim) -> Iterator[int | None]:
+    def _owned(self, claim: Claim) -> Iterator[int]:
         """A claim's owner record under its record lock, through the descriptor the claim keeps open (opening the
-        file on each journal entry cost more than the rest of the check); None once released (the renewer's
-        copy of what is held), since a released claim owns nothing."""
+        file on each journal entry cost more than the rest of the check); once released, read as anyone reads it."""
         with claim._owner_mutex:
-            if claim._fd < 0:
-                yield None
+            if claim._fd < 0:  # released meanwhile (the renewer's copy of what is held)
+                fd = self._open(claim.effect_id)
+                try:
+                    with _record_locked(fd):
+                        yield fd
+                finally:
+                    os.close(fd)
                 return
             with _record_locked(claim._fd):
                 yield claim._fd

@@ -12,7 +12,7 @@ from .canonical import digest
 from .checks import Check, check
 from .claims import FileClaims
 from .effects import Effect, proposal
-from .errors import ClaimLost, ConfigurationError, GuardFailed, JournalCorrupt, UnjournalableArgument
+from .errors import ClaimLost, ConfigurationError, GuardFailed, UnjournalableArgument
 from .hooks import NO_HOOKS, Hooks
 from .journal import Journal
 from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
@@ -33,9 +33,8 @@ class Gate:
     while it was stopped does not send, and what remains is the time of one read, the confirm and one request
     (on PostgreSQL the confirm's flush is the one that makes DISPATCHED durable).
     A path gives the JSONL journal with file claims beside it; any other journal (`interlock.pg`) comes with its
-    claims (see `interlock.backends.open_journal`); once the journal holds an effect's resolution the gate retires
-    its claim where the claims can (a file claim's file goes). `claim_wait` is how long a call waits for another
-    holder of the effect, and for a request to an unfenced target that may still land; 0 fails fast with IN_FLIGHT.
+    claims (see `interlock.backends.open_journal`). `claim_wait` is how long a call waits for another holder of
+    the effect, and for a request to an unfenced target that may still land; 0 fails fast with IN_FLIGHT.
     `hooks` receives every point of `interlock.hooks`, for fault tests.
     """
 
@@ -71,11 +70,9 @@ class Gate:
             return Outcome(Status.IN_FLIGHT, eid)
         with claim:
             try:
-                outcome = self._submit_claimed(effect, proposed, claim)
+                return self._submit_claimed(effect, proposed, claim)
             except ClaimLost:  # stopped past the claim's lifetime: the new owner settles the effect; this one stops
                 return Outcome(Status.IN_FLIGHT, eid)
-            self._give_back(claim, eid)
-            return outcome
 
     def recover(self, effect: Effect) -> Outcome:
         """Settle one effect a crashed worker may have left open; report IN_FLIGHT if its sender is alive."""
@@ -90,28 +87,12 @@ class Gate:
                 raise ConfigurationError(f"effect {eid} is not in {self.journal.path}")
             if record.open_dispatch:
                 try:
-                    outcome = self._recovery(effect, claim).settle(self.claim_wait)
+                    return self._recovery(effect, claim).settle(self.claim_wait)
                 except ClaimLost:
                     return Outcome(Status.IN_FLIGHT, eid)
-                self._give_back(claim, eid)
-                return outcome
             if record.resolution is not None:
-                self._give_back(claim, eid)
                 return recorded_outcome(record)
         return self.submit(effect)
-
-    def _give_back(self, claim: ClaimLike, eid: str) -> None:
-        """Retire the claim once the journal holds the effect's resolution (claims that can: a file claim's file
-        goes, so the claims kept are the open effects'); else the claim is released as it leaves its block."""
-        retire = getattr(claim, "retire", None)
-        if retire is None:
-            return
-        try:
-            record = self.journal.effect(eid)
-        except JournalCorrupt:  # found by another thread since this one's last entry: the outcome stands
-            return
-        if record is not None and record.settled_by is not None:
-            retire()
 
     def _recovery(self, effect: Effect, claim: ClaimLike) -> Recovery:
         return Recovery(self.journal, self.target, effect, claim, self.hooks)
@@ -126,9 +107,6 @@ class Gate:
         # an effect claimed before may have entries: its decision rests on every line checked, not skimmed
         self.journal.refresh(check=claim.epoch > 1)
         record = self.journal.effect(eid)
-        if record is not None and claim.epoch == 1:  # claimed before all the same: its claim retired once settled
-            self.journal.refresh(check=True)
-            record = self.journal.effect(eid)
         if record is None:
             append_claimed(self.journal, claim, PROPOSED, eid, proposed)
             self.hooks.reach(points.AFTER_PROPOSED)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from interlock import CallableLease, Effect, FileClaims, FunctionTarget, Gate
+from interlock import FileClaims
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,79 +160,3 @@ def test_the_record_lock_excludes_every_other_open_of_the_file_and_ignores_the_f
     finally:
         for fd in (flocked, mine, other):
             os.close(fd)
-
-
-RETIRING = """
-import sys
-from interlock import FileClaims
-claim = FileClaims(sys.argv[1], ttl=float(sys.argv[2])).acquire("e1", 5)
-print(claim.epoch, flush=True)
-sys.stdin.readline()
-claim.retire()
-print("retired", flush=True)
-"""
-
-
-def test_a_retired_claim_deletes_its_file_and_the_next_claim_starts_a_new_one(tmp_path):
-    claims = FileClaims(tmp_path)
-    claim = claims.acquire("e1", 0)
-    claim.retire()
-    assert list(tmp_path.iterdir()) == [] and claim.confirm() is False
-    assert claims.owner("e1") is None and list(tmp_path.iterdir()) == [], "a report recreated the file"
-    with claims.acquire("e1", 0) as again:
-        assert again.epoch == 1 and claims.owner("e1")["epoch"] == 1
-
-
-def test_a_waiter_that_opened_the_file_before_it_was_retired_takes_the_claim_in_the_new_file(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", RETIRING, str(tmp_path), "30"], cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "1"
-        claims = FileClaims(tmp_path)
-        opened = os.open(tmp_path / "e1.lock", os.O_RDWR)  # the waiter's descriptor: the file about to be retired
-        assert claims._try("e1", opened) is None  # held
-        holder.stdin.write("go\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline().strip() == "retired"
-        assert claims._try("e1", opened) is None, "a claim was taken in a deleted file"
-        os.close(opened)
-        claim = claims.acquire("e1", 1)
-        assert claim is not None and claim.epoch == 1
-        assert FileClaims(tmp_path).acquire("e1", 0) is None, "the new file's claim is not exclusive"
-        claim.release()
-    finally:
-        holder.kill()
-        holder.wait()
-
-
-def test_a_holder_retiring_after_a_takeover_leaves_the_file_to_its_new_owner(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", RETIRING, str(tmp_path), "0.5"], cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "1"
-        holder.send_signal(signal.SIGSTOP)
-        claim = FileClaims(tmp_path, ttl=0.5).acquire("e1", 5)
-        assert claim is not None and claim.epoch == 2
-        holder.send_signal(signal.SIGCONT)
-        holder.stdin.write("go\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline().strip() == "retired"
-        assert (tmp_path / "e1.lock").exists() and claim.confirm() is True
-        assert FileClaims(tmp_path, ttl=0.5).acquire("e1", 0) is None
-        claim.release()
-    finally:
-        holder.send_signal(signal.SIGCONT)
-        holder.kill()
-        holder.wait()
-
-
-def test_the_claims_folder_keeps_only_the_effects_still_open(tmp_path):
-    gate = Gate(tmp_path / "journal.jsonl", FunctionTarget("svc", lambda eid, payload: {"id": eid}, tier=1))
-    folder = tmp_path / "journal.jsonl.claims"
-    assert [gate.submit(Effect(f"k{i}", {"n": i})).status for i in range(20)] == ["COMMITTED"] * 20
-    assert list(folder.iterdir()) == []
-    assert gate.submit(Effect("k3", {"n": 3})).status == "DUPLICATE_IGNORED"
-    assert list(folder.iterdir()) == [], "a duplicate left a claim file"
-    closed = Effect("late", {"n": 0}, lease=CallableLease(lambda: False, lambda: "incident closed"))
-    assert gate.submit(closed).status == "REFUSED:lease"  # refused before any send: a retry stays open
-    assert [p.name for p in folder.iterdir()] == [f"{closed.effect_id}.lock"]
