@@ -64,15 +64,7 @@ def test_a_result_whose_library_changed_since_its_commit_is_listed_with_the_file
 def test_a_change_to_the_postgresql_journal_stales_only_the_postgresql_results(tmp_path):
     repo, out = tmp_path, tmp_path / "results" / "reliability"
     out.mkdir(parents=True)
-    (repo / "interlock" / "pg").mkdir(parents=True)
-    (repo / "interlock" / "pg" / "journal.py").write_text("A = 1\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "first")
-    first = _git(repo, "rev-parse", "HEAD")
-    (repo / "interlock" / "pg" / "journal.py").write_text("A = 2\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "second")
+    first = _history(repo, "interlock/pg/journal.py", "A = 2\n")
     _result(out, "explore_ledger_sigstop.json", first)
     _result(out, "explore_ledger_pg_paused_past_ttl.json", first)
     lines = report(out, repo)

@@ -39,20 +39,22 @@ def standings(out: Path, repo: Path) -> list[Standing]:
     file journal never reaches the PostgreSQL journal's code). Scenario files are named from the results folder."""
     found, changed = [], {}  # many files share a commit: one diff each
     on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL} | {TAMPER}
-    files = [*sorted(out.glob("explore_*.json")), *[path for path in [out / TAMPER] if path.exists()]]
-    for path in [*files, *sorted((out.parent / SCENARIOS).glob("*.json"))]:
+    scenario_runs = sorted((out.parent / SCENARIOS).glob("*.json"))
+    for path in [*sorted(out.glob("explore_*.json")), *out.glob(TAMPER), *scenario_runs]:
         provenance = _provenance(path)
-        commit = provenance.get("commit")
-        if isinstance(commit, str) and commit not in changed:
+        commit = provenance.get("commit") if isinstance(provenance.get("commit"), str) else None
+        if commit is not None and commit not in changed:
             changed[commit] = _changed_since(commit, repo)
-        moved = changed.get(commit) if isinstance(commit, str) else None
-        journal = provenance.get("journal")
-        shared = path.name in on_postgresql if path.parent == out else (
-            isinstance(journal, dict) and journal.get("backend") == "postgresql")
+        moved = changed.get(commit)
+        if path.parent == out:
+            name, shared = path.name, path.name in on_postgresql
+        else:
+            journal = provenance.get("journal")
+            name = f"{SCENARIOS}/{path.name}"
+            shared = isinstance(journal, dict) and journal.get("backend") == "postgresql"
         if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
-        name = path.name if path.parent == out else f"{SCENARIOS}/{path.name}"
-        found.append(Standing(name, commit if isinstance(commit, str) else None, moved))
+        found.append(Standing(name, commit, moved))
     return found
 
 
