@@ -2,7 +2,8 @@
 witness's share of it, effects/s through one JSONL journal at 1, 4 and 16 worker processes (and, for the ceiling
 this machine sets, 16 processes each on a journal of its own), append cost on a 1,000 vs a 1,000,000-entry journal,
 opening that journal from a recent checkpoint, resident memory of a process that opens and recovers it,
-whole-journal verify throughput, and how soon a SIGKILLed sender's claim is free."""
+whole-journal verify throughput, what the claim files of the settled effects take on disk before and after they
+are retired, and how soon a SIGKILLed sender's claim is free."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from interlock import Effect, FunctionTarget, Gate, Journal, effect_id_for, verify_journal
+from interlock import Effect, FileClaims, FunctionTarget, Gate, Journal, effect_id_for, verify_journal
 from interlock.canonical import canonical_bytes, line_hash
 from interlock.witness import Mark, Witness
 
@@ -150,9 +151,30 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     # most this one's, and the shared journal's cost is its rate against this one, round by round.
     out.update(_figures(own, singles, f"{most}_workers_own_journals"))
     out[f"jsonl_shared_vs_own_journals_{most}_workers"] = per_round([r[most] for r in rounds], own)
+    out.update(_retired(sorted(folder.glob("journal-*.jsonl"))))
     for n in (1, most):  # the lock's turns, from a run of their own: watching them costs a little
         out.update(lock_turns(folder / f"turns-{n}", n, SHARED_EFFECTS))
     return out
+
+
+def _retired(journals: list[Path]) -> dict[str, Any]:
+    """The claim files the shared runs' settled effects left beside their journals (one per effect) and the bytes
+    they take on disk against the journals', then what is left once `retire_settled` ran, and its time per file."""
+    def on_disk(paths: list[Path]) -> int:
+        return sum(p.stat().st_blocks * 512 for p in paths)
+
+    files = [f for j in journals for f in Path(f"{j}.claims").iterdir()]
+    share = round(on_disk(files) / on_disk(journals), 2)
+    started = time.perf_counter()
+    for path in journals:
+        with Journal(path) as journal:
+            FileClaims(f"{path}.claims").retire_settled(journal)
+    seconds = time.perf_counter() - started
+    left = [f for j in journals for f in Path(f"{j}.claims").iterdir()]
+    return {"claim_files_of_settled_effects": len(files),
+            "claim_files_bytes_on_disk_over_journal_bytes": share,
+            "claim_files_left_after_retire": len(left),
+            "retire_us_per_claim_file": round(seconds / max(len(files), 1) * 1e6, 1)}
 
 
 def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:

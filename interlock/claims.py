@@ -11,7 +11,12 @@ before every request, answers False once the epoch was superseded (or is about t
 losing its claim does not send. What remains is a sender stopped between its confirm and its request for longer than
 `ttl`: only a service that fences (a precondition, a dedupe, the epoch) refuses that request. The owner record says
 when its holder is between a confirm and its next journal entry (`sending`), so recovery that took over from such a
-holder which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it. Claims
+holder which still holds its flock (`holder_alive`) does not conclude "not landed" where no fence covers it.
+
+A file is left behind by every effect ever claimed until `retire_settled` deletes those of effects the journal
+holds settled before its last checkpoint: a later submit of such an effect only reads its resolution, which the
+checkpoint keeps from being cut away unnoticed, so it writes nothing under the new file's epoch. A process that
+opened a file before it was deleted finds it unlinked once it holds its record lock, and opens the new one. Claims
 shared across hosts need a store with its own clock: see `interlock.pg`.
 """
 
@@ -27,9 +32,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .canonical import loads
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 POLL_SECONDS = 0.002
 DEFAULT_TTL = 30.0
@@ -110,6 +118,10 @@ class FileClaims:
         try:
             while True:
                 claim = self._try(effect_id, fd)
+                if claim is None and os.fstat(fd).st_nlink == 0:  # retired since it was opened: take the new file
+                    os.close(fd)
+                    fd = self._open(effect_id)
+                    continue
                 if claim is not None:
                     fd = -1
                     return claim
@@ -121,8 +133,12 @@ class FileClaims:
                 os.close(fd)
 
     def owner(self, effect_id: str) -> dict[str, Any] | None:
-        """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed."""
-        fd = self._open(effect_id)
+        """Who last held the claim (epoch, pid, host, since, renewed), for reports; None if never claimed, or
+        retired since."""
+        try:
+            fd = os.open(self._file(effect_id), os.O_RDWR)
+        except FileNotFoundError:
+            return None
         try:
             with _record_locked(fd):
                 return _read(fd) or None
@@ -136,6 +152,10 @@ class FileClaims:
         except BlockingIOError:
             locked = False
         with _record_locked(fd):
+            if os.fstat(fd).st_nlink == 0:  # retired after this process opened it: never taken (see `acquire`)
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
             record = _read(fd)
             stale = time.time() - record.get("renewed", 0.0) > self.ttl
             free = not record or record.get("released") or stale or (locked and record.get("flock", False))
@@ -171,6 +191,8 @@ class FileClaims:
 
     def _holds(self, claim: Claim) -> bool:
         with self._owned(claim) as fd:
+            if fd is None:
+                return False
             record = _read(fd)
             if not self._owns(record, claim):
                 return False
@@ -187,6 +209,8 @@ class FileClaims:
         """Extend the claim if this epoch still owns it and its record is not stale (setting its sending mark
         when given); False otherwise."""
         with self._owned(claim) as fd:
+            if fd is None:
+                return False
             record = _read(fd)
             if not self._owns(record, claim):
                 return False
@@ -213,6 +237,48 @@ class FileClaims:
             finally:
                 os.close(fd)
 
+    def retire_settled(self, journal: Journal) -> int:
+        """Checkpoint the journal, then delete the claim file of every effect it holds settled before that
+        checkpoint whose claim nobody holds; returns how many went. Call it beside `journal.archive_settled()`: the
+        folder then keeps the claims of effects still open or settled since, not one file per effect ever sent."""
+        covered = journal.checkpoint()["offset"]
+        retired = 0
+        for entry in os.scandir(self.directory):
+            if not entry.name.endswith(".lock"):
+                continue
+            effect_id = entry.name.removesuffix(".lock")
+            record = journal.effect(effect_id)
+            if record is not None and record.settled_by is not None and record.offsets[-1] < covered:
+                retired += self._retire(effect_id)
+        return retired
+
+    def _retire(self, effect_id: str) -> bool:
+        """Delete one claim's file if it is free: nobody holds its flock and its last holder released it (a holder
+        that took it over without the flock, or one that stopped, still counts on it). Under both locks, so a
+        process that opened the file before finds it unlinked under the record lock, never a record to take."""
+        try:
+            fd = os.open(self._file(effect_id), os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            with _record_locked(fd):
+                record = _read(fd)
+                if (record and not record.get("released")) or os.fstat(fd).st_nlink == 0:
+                    return False
+                try:
+                    if os.stat(self._file(effect_id)).st_ino != os.fstat(fd).st_ino:
+                        return False  # retired and claimed again since this process opened it
+                    os.unlink(self._file(effect_id))
+                except FileNotFoundError:
+                    return False
+                return True
+        finally:
+            os.close(fd)  # and with it the flock
+
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
             self._renewer = threading.Thread(target=self._renew_held, name="interlock-claims-renewer", daemon=True)
@@ -230,21 +296,20 @@ class FileClaims:
             for claim in held:
                 self._renew(claim)
 
+    def _file(self, effect_id: str) -> Path:
+        return self.directory / f"{effect_id}.lock"
+
     def _open(self, effect_id: str) -> int:
-        return os.open(self.directory / f"{effect_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(self._file(effect_id), os.O_RDWR | os.O_CREAT, 0o644)
 
     @contextmanager
-    def _owned(self, claim: Claim) -> Iterator[int]:
+    def _owned(self, claim: Claim) -> Iterator[int | None]:
         """A claim's owner record under its record lock, through the descriptor the claim keeps open (opening the
-        file on each journal entry cost more than the rest of the check); once released, read as anyone reads it."""
+        file on each journal entry cost more than the rest of the check); None once released (the renewer's copy
+        of what is held), since a released claim owns nothing."""
         with claim._owner_mutex:
-            if claim._fd < 0:  # released meanwhile (the renewer's copy of what is held)
-                fd = self._open(claim.effect_id)
-                try:
-                    with _record_locked(fd):
-                        yield fd
-                finally:
-                    os.close(fd)
+            if claim._fd < 0:
+                yield None
                 return
             with _record_locked(claim._fd):
                 yield claim._fd

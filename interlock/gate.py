@@ -107,6 +107,9 @@ class Gate:
         # an effect claimed before may have entries: its decision rests on every line checked, not skimmed
         self.journal.refresh(check=claim.epoch > 1)
         record = self.journal.effect(eid)
+        if record is not None and claim.epoch == 1:  # claimed before all the same: its claim file was retired since
+            self.journal.refresh(check=True)
+            record = self.journal.effect(eid)
         if record is None:
             append_claimed(self.journal, claim, PROPOSED, eid, proposed)
             self.hooks.reach(points.AFTER_PROPOSED)

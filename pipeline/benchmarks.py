@@ -36,8 +36,9 @@ DESCRIPTIONS: dict[str, Description] = {
         "What gating a call adds over calling the service directly, what a journal append costs as the journal "
         "grows, how many effects per second 1, 4 and 16 workers make through one journal (counted while every "
         "worker runs; the scaling over the whole run and the share of it the last workers' cool-down took stand "
-        "beside it), how long opening and verifying a million-entry journal takes, and how soon a SIGKILLed "
-        "holder's claim is free."),
+        "beside it), how long opening and verifying a million-entry journal takes, what the claim files of those "
+        "runs' settled effects take on disk against their journals before and after `retire_settled` deleted them, "
+        "and how soon a SIGKILLed holder's claim is free."),
     "append_phases": Description(
         "Where a shared JSONL append spends its CPU",
         "The CPU per gated effect in each phase of the JSONL journal, for one worker, for 16 workers on one journal "

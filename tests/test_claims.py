@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from interlock import FileClaims
+import pytest
+
+from interlock import Effect, FileClaims, FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,3 +162,72 @@ def test_the_record_lock_excludes_every_other_open_of_the_file_and_ignores_the_f
     finally:
         for fd in (flocked, mine, other):
             os.close(fd)
+
+
+def _gate(folder: Path, sent: list[str]) -> tuple[Journal, Gate]:
+    """A JSONL journal and a gate on it, its target recording every send in `sent`."""
+    journal = Journal(folder / "journal.jsonl")
+    target = FunctionTarget("svc", lambda eid, payload: sent.append(eid) or {"id": eid}, tier=1)
+    return journal, Gate(journal, target, claim_wait=0)
+
+
+def test_retiring_deletes_the_claim_files_of_settled_effects_and_keeps_held_and_open_ones(tmp_path):
+    journal, gate = _gate(tmp_path, [])
+    for key in ("settled-1", "settled-2", "held"):
+        assert gate.submit(Effect(key, {"k": key})).status.value == "COMMITTED"
+    opened = Effect("open", {"k": "open"}).effect_id
+    with gate.claims.acquire(opened, 0) as claim:  # a send journaled, its sender gone before any resolution
+        for kind in ("PROPOSED", "AUTHORIZED", "DISPATCHED"):
+            journal.append(kind, opened, {"epoch": claim.epoch}, holds=claim.holds)
+    held = gate.claims.acquire(Effect("held", {}).effect_id, 0)
+    assert gate.claims.retire_settled(journal) == 2
+    left = sorted(p.name for p in gate.claims.directory.iterdir())
+    assert left == sorted(f"{eid}.lock" for eid in (opened, held.effect_id))
+    assert held.confirm(), "the held claim lost its file under its holder"
+    held.release()
+    assert gate.claims.retire_settled(journal) == 1  # released now: it goes at the next retire
+
+
+def test_an_effect_submitted_again_after_its_claim_retired_is_a_duplicate_sent_once(tmp_path):
+    journal, gate = _gate(tmp_path, sent := [])
+    effect = Effect("booking", {"slot": 9})
+    assert gate.submit(effect).status.value == "COMMITTED"
+    assert gate.claims.retire_settled(journal) == 1
+    again = gate.submit(effect)
+    assert again.status.value == "DUPLICATE_IGNORED" and again.evidence == {"id": effect.effect_id}
+    assert sent == [effect.effect_id]
+    entries = journal.entries()
+    assert [e["kind"] for e in entries] == ["PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED"]
+    assert verify_journal(entries)["valid"] is True
+
+
+def test_a_claim_file_retired_after_a_waiter_opened_it_is_never_taken_through_that_open(tmp_path):
+    first, second = FileClaims(tmp_path), FileClaims(tmp_path)
+    first.acquire("e1", 0).release()
+    opened_before = second._open("e1")
+    try:
+        assert first._retire("e1") is True
+        assert second._try("e1", opened_before) is None, "a claim was taken on a file no longer in the folder"
+    finally:
+        os.close(opened_before)
+    with second.acquire("e1", 0) as claim:
+        assert os.fstat(claim._fd).st_ino == (tmp_path / "e1.lock").stat().st_ino
+        assert claim.epoch == 1 and claim.confirm()
+        assert first._retire("e1") is False, "a held claim's file was deleted"
+
+
+def test_an_effect_submitted_again_after_its_claim_retired_is_decided_on_every_line_checked(tmp_path):
+    journal, gate = _gate(tmp_path, [])
+    effect = Effect("booking", {"slot": 9})
+    gate.submit(effect)
+    gate.claims.retire_settled(journal)
+    other = Journal(tmp_path / "journal.jsonl")  # another process appends two lines; the first is then damaged
+    other.append("PROPOSED", "x1", {"a": 1})
+    other.append("PROPOSED", "x2", {"b": 1})
+    other.close()
+    path = tmp_path / "journal.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[-3] = lines[-3].replace(b'"a":1', b'"a":2')
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(JournalCorrupt, match="hash does not match"):
+        gate.submit(effect)  # its new claim starts at epoch 1, yet the effect was claimed before: checked, not skimmed
