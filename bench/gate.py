@@ -172,9 +172,9 @@ def _retired(journals: list[Path]) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     left = [f for j in journals for f in Path(f"{j}.claims").iterdir()]
     return {"claim_files_of_settled_effects": len(files),
-            "claim_files_bytes_on_disk_over_journal_bytes": share,
+            "claim_files_over_journal_on_disk": share,
             "claim_files_left_after_retire": len(left),
-            "retire_us_per_claim_file": round(seconds / max(len(files), 1) * 1e6, 1)}
+            "retire_ms_per_claim_file": round(seconds / max(len(files), 1) * 1000, 3)}
 
 
 def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:
