@@ -3,7 +3,8 @@
 `python -m tests.fleet_worker DIR KEYS SEED [JOURNAL]` submits effects `k0` .. `k<KEYS-1>` in an order of its own
 (SEED) to a service that stores each send as a file `DIR/service/<effect id>.<random>` and finds an effect by its
 files. Without JOURNAL, on `DIR/journal.jsonl`, which checkpoints every 5 entries, rolls at 5 KB and archives its
-settled segments (and retires their effects' claims) every few effects; with a PostgreSQL address, on that journal, its claims leased for a second.
+settled segments (and retires their effects' claims) every few effects; with a PostgreSQL address, on that journal,
+its claims leased for a second.
 It stops at the first outcome that is a refusal or AMBIGUOUS, printing it, and exits AWAY when the journal cannot
 be reached (a supervisor would start it again).
 """
