@@ -267,7 +267,7 @@ class FileClaims:
                 return False
             with _record_locked(fd):
                 record = _read(fd)
-                if (record and not record.get("released")) or os.fstat(fd).st_nlink == 0:
+                if record and not record.get("released"):
                     return False
                 try:
                     if os.stat(self._file(effect_id)).st_ino != os.fstat(fd).st_ino:

@@ -46,12 +46,29 @@ class EffectIndex:
     def _open(self, create: bool) -> sqlite3.Connection | None:
         """The connection; the file is made only by the first checkpoint, so a short journal never has one."""
         if self._db is None and (create or os.path.exists(self.path)):
+            if not os.path.exists(self.path):
+                self._create()
             db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            db.executescript(SCHEMA)
             self._db = db
         return self._db
+
+    def _create(self) -> None:
+        """Make the file whole (in WAL mode, with its tables) under another name, then link it into place: SQLite
+        refuses at once, without waiting, two connections that switch one new file to WAL together."""
+        draft = f"{self.path}.{os.getpid()}.new"
+        db = sqlite3.connect(draft, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+        finally:
+            db.close()
+        try:
+            os.link(draft, self.path)
+        except FileExistsError:
+            pass  # another process made it first; theirs is as good
+        finally:
+            os.unlink(draft)
 
     def close(self) -> None:
         """Close the database connection."""

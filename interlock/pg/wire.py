@@ -1,8 +1,9 @@
 """The statements every gated effect makes, run through the session's libpq connection directly.
 
 Each is prepared once per session, its parameters are passed as text and its one row is read back as text. On
-these statements (an effect's appends and its claim's confirm) psycopg's cursor and adaptation cost the client
-about as much CPU as the round trip itself; errors still surface as psycopg's, with their SQLSTATE.
+these statements (an effect's appends, its claim's take, which carries its first entries, and its confirm)
+psycopg's cursor and adaptation cost the client about as much CPU as the round trip itself; errors still surface as
+psycopg's, with their SQLSTATE.
 """
 
 from __future__ import annotations

@@ -119,15 +119,11 @@ class JournalCheck:
             raise ValueError("a check with a bound on the effects it keeps gives its receipts in order: `receipts`")
         return Receipts(self._checks, self.service)
 
-    def summary(self, receipts: Iterable[tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
-        """The journal's verdict without the per-effect receipts: valid, tamper evident, signed, every problem;
-        from `receipts` when the caller already made them."""
+    def summary(self) -> dict[str, Any]:
+        """The journal's verdict without the per-effect receipts: valid, tamper evident, signed, every problem."""
         problems = list(self.chain)
         valid, held_twice = True, []
-        standings = (self._standings() if receipts is None
-                     else ((eid, _standing(eid, outcome)) for eid, outcome in receipts
-                           if not outcome["valid"] or outcome["held_twice"]))
-        for eid, standing in standings:
+        for eid, standing in self._standings():
             if standing is not None:
                 named, effect_valid, held = standing
                 problems += named

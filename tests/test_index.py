@@ -1,0 +1,38 @@
+"""The journal's index file: made once, whole, however many processes reach for it at the same instant."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from interlock.index import Checkpoint, EffectIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RACER = """
+import sys, time
+from interlock.index import Checkpoint, EffectIndex
+folder, start, rounds, writes = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+for n in range(rounds):
+    while time.time() < start + 0.25 * n:
+        pass
+    index = EffectIndex(f"{folder}/journal{n}.index")
+    if writes:
+        index.advance([("e" * 12, [n])], [], [], Checkpoint(n, n, None))
+    else:
+        index.covered()
+    index.close()
+"""
+
+
+def test_processes_making_and_reading_a_new_index_at_once_all_succeed(tmp_path):
+    start, rounds = time.time() + 1.5, 12
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(start), str(rounds), str(p % 2)],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True) for p in range(6)]
+    failed = [err.strip().splitlines()[-1] for err in (p.communicate(timeout=120)[1] for p in procs) if err.strip()]
+    assert failed == []
+    covered = [EffectIndex(tmp_path / f"journal{n}.index").covered() for n in range(rounds)]
+    assert [c.seq if c else None for c in covered] == list(range(rounds))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".new")) == []
