@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tempfile
 from array import array
 from dataclasses import dataclass
 from typing import Iterable
@@ -56,7 +57,9 @@ class EffectIndex:
     def _create(self) -> None:
         """Make the file whole (in WAL mode, with its tables) under another name, then link it into place: SQLite
         refuses at once, without waiting, two connections that switch one new file to WAL together."""
-        draft = f"{self.path}.{os.getpid()}.new"
+        handle, draft = tempfile.mkstemp(prefix=f"{os.path.basename(self.path)}.", suffix=".new",
+                                         dir=os.path.dirname(self.path) or ".")
+        os.close(handle)  # an empty file, which SQLite takes for a new database
         db = sqlite3.connect(draft, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -66,7 +69,7 @@ class EffectIndex:
         try:
             os.link(draft, self.path)
         except FileExistsError:
-            pass  # another process made it first; theirs is as good
+            pass  # another process or thread made it first; theirs is as good
         finally:
             os.unlink(draft)
 

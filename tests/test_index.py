@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,3 +37,25 @@ def test_processes_making_and_reading_a_new_index_at_once_all_succeed(tmp_path):
     covered = [EffectIndex(tmp_path / f"journal{n}.index").covered() for n in range(rounds)]
     assert [c.seq if c else None for c in covered] == list(range(rounds))
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".new")) == []
+
+
+def test_threads_making_one_new_index_at_once_all_succeed(tmp_path):
+    path, barrier, failed = tmp_path / "journal.index", threading.Barrier(8), []
+
+    def make(n: int) -> None:
+        index = EffectIndex(path)
+        barrier.wait()
+        try:
+            index.advance([(f"{n:012x}", [n])], [], [], Checkpoint(n, n, None))
+        except Exception as exc:  # noqa: BLE001 - every thread's failure is the finding
+            failed.append(repr(exc))
+        finally:
+            index.close()
+
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert [p.name for p in tmp_path.iterdir()] == ["journal.index"]  # no draft left beside it
