@@ -32,7 +32,7 @@ from .effects import Effect, proposal
 from .errors import ClaimLost
 from .hooks import Hooks
 from .journal import Journal
-from .kinds import AMBIGUOUS, COMMITTED, REDISPATCHED, REFUSED, SENDS
+from .kinds import AMBIGUOUS, COMMITTED, LATE_RESULT, REDISPATCHED, REFUSED, SENDS
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
 from .targets.base import DEDUPE, TIER_BLIND, TIER_DEDUPE, Rejected, Target, covers, in_flight_bound, unanswered
@@ -284,9 +284,13 @@ def refuse(journal: JournalLike, claim: ClaimLike, eid: str, code: RefusalCode, 
     """Journal a refusal with its code and the check behind it (under `key`), and return the matching outcome.
 
     `resolves` is False for a refusal before anything was sent: a later submit of the effect may try again.
+    Raises ClaimLost when the journal kept the refusal as LATE_RESULT: the claim was taken over, so a successor
+    settles the effect (a fence that refused this request may have met the successor's), and "not landed" would
+    be a guess.
     """
     entry: dict[str, Any] = {"code": code.value, "reason": reason, "resolves": resolves}
     if looked is not None:
         entry[key] = looked.journaled()
-    append_settled(journal, claim, REFUSED, eid, {**entry, **data})
+    if append_settled(journal, claim, REFUSED, eid, {**entry, **data}).get("kind") == LATE_RESULT:
+        raise ClaimLost(f"the claim on {eid} was taken over: its refusal is a late result, its successor settles it")
     return Outcome(Status.refusal(code), eid, rechecked=looked)

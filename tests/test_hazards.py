@@ -165,6 +165,26 @@ def test_a_paused_sender_whose_claim_was_taken_over_does_not_send_when_it_wakes(
     assert ledger.applies(EFFECT) == 1, "the woken sender sent although its claim was taken over"
 
 
+def test_a_sender_fenced_out_before_its_successor_resends_answers_in_flight_not_refused(world, ledger):
+    ledger.configure(fences=["epoch"])
+    sender = stopped_at(world, ledger, "before_request", "--fence", "epoch", "--in-flight", "0.2", "--ttl", "1.0")
+    successor = None
+    try:  # the successor's lookup raises the fence; it is held before its resend, so the service holds nothing
+        successor = stopped_at(world, ledger, "recovery_before_resend", "--mode", "recover", "--fence", "epoch",
+                               "--in-flight", "0.2", "--ttl", "1.0", "--claim-wait", "5")
+        sender.send_signal(signal.SIGCONT)
+        woke = finished(sender)
+        assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
+        assert woke["status"] == "IN_FLIGHT", "the fenced-out sender answered as if the effect would never land"
+    finally:
+        sender.send_signal(signal.SIGCONT)
+        if successor is not None:
+            successor.send_signal(signal.SIGCONT)
+    assert finished(successor)["status"] == "REAPPLIED_AFTER_QUERY" and ledger.applies(EFFECT) == 1
+    kinds = [e["kind"] for e in journal_entries(world)]
+    assert kinds.count("REFUSED") == 0 and kinds[-1] == "COMMITTED"
+
+
 def test_an_exception_from_the_send_is_refused_as_send_failed_when_the_ledger_holds_nothing_and_not_retried(
         world, ledger):
     first = finished(worker(world, ledger, "--in-flight", "0", "--bug"))
