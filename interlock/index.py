@@ -46,8 +46,10 @@ class EffectIndex:
 
     def _open(self, create: bool) -> sqlite3.Connection | None:
         """The connection; the file is made only by the first checkpoint, so a short journal never has one."""
-        if self._db is None and (create or os.path.exists(self.path)):
+        if self._db is None:
             if not os.path.exists(self.path):
+                if not create:
+                    return None
                 self._create()
             db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA synchronous=FULL")
