@@ -66,6 +66,15 @@ def kill_while_at_the_service(directory: Path, ledger, *args: str) -> None:
     assert ledger.applies(EFFECT) == 0, "the write landed before the kill: the schedule did not race"
 
 
+def ready(directory: Path, ledger, *args: str) -> tuple[subprocess.Popen, Path]:
+    """A worker started and waiting, before the race, for the file this returns to exist: its start-up (seconds on
+    a loaded machine) then falls outside the race."""
+    go = directory / "go"
+    process = worker(directory, ledger, *args, "--go", str(go))
+    wait_until(Path(f"{go}.waiting").exists, what="the worker starting")
+    return process, go
+
+
 def stopped_at(directory: Path, ledger, point: str, *args: str) -> subprocess.Popen:
     """A sender held at a hook point, then SIGSTOPped there: the caller sends SIGCONT."""
     pause = directory / "paused"
@@ -113,9 +122,7 @@ def test_recovery_waits_out_an_unfenced_request_that_outlives_its_sender(world, 
 @pytest.mark.parametrize("world", ["jsonl"], indirect=True)
 def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
     ledger.configure(delay=2.0)
-    go = world / "go"
-    recoverer = worker(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0", "--go", str(go))
-    wait_until(Path(f"{go}.waiting").exists, what="the recovering worker starting")  # started before the race
+    recoverer, go = ready(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0")
     kill_while_at_the_service(world, ledger, "--in-flight", "2.5")
     go.touch()
     outcome = finished(recoverer)
@@ -267,10 +274,12 @@ def test_a_version_fence_refuses_at_once_when_the_premise_it_covers_moved(world,
 
 def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses_at_once(world, ledger):
     ledger.configure(delay=2.0, fences=["epoch"])
+    recoverer, go = ready(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
+                          "--claim-wait", at_once(world))
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
     revoke(world)
-    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
-                              "--claim-wait", at_once(world)))
+    go.touch()
+    outcome = finished(recoverer)
     assert outcome["status"] == "REFUSED:lease_at_recovery", "recovery did not shut the stray write out"
     wait_until(lambda: settled_at_the_service(ledger), what="the stray write meeting the epoch fence")
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 0, "refused": 1}
@@ -279,9 +288,11 @@ def test_an_epoch_fence_raised_by_recovery_shuts_out_the_stray_write_and_refuses
 
 def test_an_epoch_fence_raised_by_recovery_lets_it_resend_at_once_without_a_second_apply(world, ledger):
     ledger.configure(delay=2.0, fences=["epoch"])
+    recoverer, go = ready(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
+                          "--claim-wait", at_once(world))
     kill_while_at_the_service(world, ledger, "--fence", "epoch", "--in-flight", "30")
-    outcome = finished(worker(world, ledger, "--mode", "recover", "--fence", "epoch", "--in-flight", "30",
-                              "--claim-wait", at_once(world)))
+    go.touch()
+    outcome = finished(recoverer)
     assert outcome["status"] == "REAPPLIED_AFTER_QUERY"
     wait_until(lambda: settled_at_the_service(ledger), what="both writes settling at the ledger")
     assert ledger.counts(EFFECT) == {"id": EFFECT, "applies": 1, "refused": 1}, "the stray write landed as well"
