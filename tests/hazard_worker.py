@@ -95,10 +95,16 @@ def journal_address(directory: Path) -> str:
     return named.read_text() if named.exists() else str(directory / "journal.jsonl")
 
 
+GO_WAIT_SECONDS = 120  # a test that failed before its race never makes the file: the worker then gives up
+
+
 def wait_for(go: Path) -> None:
-    """Say this worker is up, then wait until `go` exists."""
+    """Say this worker is up, then wait until `go` exists (exits after GO_WAIT_SECONDS without it)."""
     Path(f"{go}.waiting").touch()
+    deadline = time.monotonic() + GO_WAIT_SECONDS
     while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{go} did not appear within {GO_WAIT_SECONDS} s")
         time.sleep(0.002)
 
 

@@ -145,12 +145,13 @@ def test_a_version_fenced_write_that_landed_late_is_recorded_as_committed(world,
 
 
 def test_a_paused_sender_loses_its_claim_and_does_not_send_after_its_lease_ended(world, ledger):
+    recoverer, go = ready(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0", "--claim-wait", "5")
     sender = stopped_at(world, ledger, "before_send", "--in-flight", "0.2", "--ttl", "1.0")
     try:
         (world / "lease.json").write_text(json.dumps({"status": "revoked"}))
         started = time.monotonic()
-        outcome = finished(worker(world, ledger, "--mode", "recover", "--in-flight", "0.2", "--ttl", "1.0",
-                                  "--claim-wait", "5"))
+        go.touch()
+        outcome = finished(recoverer)
         assert outcome["status"] == "REFUSED:lease_at_recovery"
         assert time.monotonic() - started < 4.0, "recovery waited for more than the claim's lifetime"
     finally:
