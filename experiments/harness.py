@@ -222,11 +222,17 @@ def code_now() -> Code:
     return Code(head.stdout.strip(), bool(diff.stdout), hashlib.sha256(diff.stdout).hexdigest())
 
 
+def load_average() -> float:
+    """The machine's one-minute load average now, to two places."""
+    return round(os.getloadavg()[0], 2)
+
+
 def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[str, Any],
-               started: Code) -> dict[str, Any]:
-    """What a result file says about how it was made: services real or stand-in, decider, versions, and the commit
-    the run started on (`started`); when the code moved while it ran, also what it was at the end, since workers
-    spawned after the move ran the new code."""
+               started: Code, load_at_start: float) -> dict[str, Any]:
+    """What a result file says about how it was made: services real or stand-in, decider, versions, the commit
+    the run started on (`started`) and how busy the machine was at its start and end (a count of runs inside the
+    check-to-send window moves with the load); when the code moved while it ran, also what it was at the end,
+    since workers spawned after the move ran the new code."""
     made: dict[str, Any] = {
         "script": script,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -238,6 +244,7 @@ def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[
         "commit_dirty": started.dirty,
         "claim": claim,
         "host": {"system": platform.system(), "machine": platform.machine(), "cpus": os.cpu_count()},
+        "load_average": {"at_start": load_at_start, "at_end": load_average()},
     }
     ended = code_now()
     if ended != started:

@@ -348,7 +348,7 @@ def _summary(cell: dict[str, Any]) -> str:
 def run(scenario_class: type[Scenario], args: argparse.Namespace) -> dict[str, Any]:
     """Every chosen cell and the scenario's own sections; returns the result file's content."""
     cells_planned = plan(scenario_class, args)
-    started = harness.code_now()
+    started, load = harness.code_now(), harness.load_average()
     progress = harness.Progress(len(cells_planned))
     cells: list[dict[str, Any]] = []
     systems = {system for _, system in cells_planned}
@@ -367,7 +367,7 @@ def run(scenario_class: type[Scenario], args: argparse.Namespace) -> dict[str, A
         decider = next((c["decision"]["model"] for c in cells if isinstance(c.get("decision"), dict)), None)
         services = {**chosen.provenance, **peer_backends, **scenario.extra_services()}
         made = harness.provenance(f"python -m experiments.{scenario_class.name}", services, decider,
-                                  scenario.claim_settings(), started)
+                                  scenario.claim_settings(), started, load)
     made["journal"] = args.journal_backend
     if systems & set(peers.SYSTEMS):
         made["peers"] = peers.peers_provenance()

@@ -40,7 +40,7 @@ from interlock.signing import checkpoint_statement, sign
 from interlock.targets import TIER_BLIND, TIER_DEDUPE, TIER_LOOKUP
 
 from experiments.atomic import write_json
-from experiments.harness import code_now, provenance
+from experiments.harness import code_now, load_average, provenance
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published"
@@ -484,7 +484,7 @@ def _wait_for_size(path: Path, child: subprocess.Popen[str], size: int, timeout:
 def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, Any]:
     """The published tamper summary: sources, counts per kind, torn-tail results."""
     keys = keys or Keys()
-    started = code_now()
+    started, load = code_now(), load_average()
     corpus = run_corpus(originals, keys)
     kinds = [{"kind": kind, "what": KINDS[kind], "documented_undetectable_unsigned_as": DOCUMENTED.get(kind),
               **corpus["kinds"][kind]} for kind in KINDS]
@@ -496,7 +496,8 @@ def summary(originals: list[Original], keys: Keys | None = None) -> dict[str, An
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "provenance": provenance("python -m experiments.tamper",
                                  {"service": "none: stored journals, and journals the gate writes here over an "
-                                             "in-process FunctionTarget"}, "none (no decisions are made)", {}, started),
+                                             "in-process FunctionTarget"}, "none (no decisions are made)", {}, started,
+                                 load),
         "covers": COVERS,
         "sources": [{"source": o.source, "scope": o.scope, "format": "published" if o.published else "chained",
                      "entries": len(o.entries)} for o in originals],

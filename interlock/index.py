@@ -9,6 +9,8 @@ from the journal, checking every entry on the way.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import sqlite3
@@ -17,6 +19,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Iterable
 
+DRAFT = ".new"  # the suffix of a file being made, before it is linked into place
 BUILD_CACHE_KIB = 65_536  # a long read's transaction keeps its pages in memory instead of rewriting them
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (effect_id TEXT NOT NULL, first INTEGER NOT NULL, offsets BLOB NOT NULL,
@@ -58,22 +61,38 @@ class EffectIndex:
 
     def _create(self) -> None:
         """Make the file whole (in WAL mode, with its tables) under another name, then link it into place: SQLite
-        refuses at once, without waiting, two connections that switch one new file to WAL together."""
-        handle, draft = tempfile.mkstemp(prefix=f"{os.path.basename(self.path)}.", suffix=".new",
+        refuses at once, without waiting, two connections that switch one new file to WAL together. Once the file
+        is there, remove every draft beside it: a maker killed before it removed its own leaves one behind. A live
+        maker whose draft goes that way finds the file made when it looks again."""
+        while not os.path.exists(self.path):
+            try:
+                self._link_draft()
+            except (FileNotFoundError, sqlite3.OperationalError):
+                if not os.path.exists(self.path):
+                    raise
+        for draft in glob.glob(f"{glob.escape(self.path)}.*{DRAFT}*"):  # with any -wal or -shm beside it
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(draft)
+
+    def _link_draft(self) -> None:
+        """One draft of the file, linked into place unless another maker's got there first."""
+        handle, draft = tempfile.mkstemp(prefix=f"{os.path.basename(self.path)}.", suffix=DRAFT,
                                          dir=os.path.dirname(self.path) or ".")
         os.close(handle)  # an empty file, which SQLite takes for a new database
-        db = sqlite3.connect(draft, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
+            db = sqlite3.connect(draft, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(SCHEMA)
+            finally:
+                db.close()
+            try:
+                os.link(draft, self.path)
+            except FileExistsError:
+                pass  # another process or thread made it first; theirs is as good
         finally:
-            db.close()
-        try:
-            os.link(draft, self.path)
-        except FileExistsError:
-            pass  # another process or thread made it first; theirs is as good
-        finally:
-            os.unlink(draft)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(draft)
 
     def close(self) -> None:
         """Close the database connection."""

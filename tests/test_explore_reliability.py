@@ -130,7 +130,16 @@ def test_a_run_records_the_commit_it_started_on_and_where_the_code_had_moved_whe
 
     now = code_now()
     assert now.commit is not None and len(now.commit) == 40
-    assert "code_moved_during_run" not in provenance("run", {}, "none", {}, now)
-    made = provenance("run", {}, "none", {}, Code("0" * 40, False, "before"))
+    assert "code_moved_during_run" not in provenance("run", {}, "none", {}, now, 0.5)
+    made = provenance("run", {}, "none", {}, Code("0" * 40, False, "before"), 0.5)
     assert made["commit"] == "0" * 40 and made["commit_dirty"] is False
     assert made["code_moved_during_run"] == {"commit_at_end": now.commit, "commit_dirty_at_end": now.dirty}
+
+
+def test_a_run_records_how_busy_the_machine_was_at_its_start_and_its_end():
+    from experiments.harness import code_now, provenance
+
+    made = provenance("run", {}, "none", {}, code_now(), 7.25)
+    assert made["load_average"]["at_start"] == 7.25
+    at_end = made["load_average"]["at_end"]
+    assert isinstance(at_end, float) and at_end >= 0

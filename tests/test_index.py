@@ -28,6 +28,26 @@ for n in range(rounds):
 """
 
 
+KILLED_MAKER = """
+import os, signal, sys
+from interlock.index import Checkpoint, EffectIndex
+os.link = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # killed with its draft made, before it is linked
+EffectIndex(sys.argv[1]).advance([], [], [], Checkpoint(0, 0, None))
+"""
+
+
+def test_a_draft_left_by_a_maker_killed_mid_make_is_removed_when_the_index_is_made(tmp_path):
+    path = tmp_path / "journal.index"
+    killed = subprocess.run([sys.executable, "-c", KILLED_MAKER, str(path)], cwd=ROOT, timeout=60)
+    assert killed.returncode == -9
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".new")] != []
+    index = EffectIndex(path)
+    index.advance([("e" * 12, [0])], [], [], Checkpoint(0, 0, None))
+    assert index.covered() == Checkpoint(0, 0, None)
+    index.close()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("journal.index.")] == []
+
+
 def test_processes_making_and_reading_a_new_index_at_once_all_succeed(tmp_path):
     start, rounds = time.time() + 1.5, 12
     procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(start), str(rounds), str(p % 2)],

@@ -30,7 +30,7 @@ from experiments.explore.runner import run
 from experiments.explore.schedules import SCENARIOS, SYSTEMS, schedule_for
 from experiments.explore.staleness import report
 from experiments.explore.tally import Tally, in_window
-from experiments.harness import code_now, provenance, terminate_as_interrupt
+from experiments.harness import code_now, load_average, provenance, terminate_as_interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "results" / "reliability"
@@ -160,7 +160,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
 
     scenario = plan.scenario
     history_path = args.out / "history" / plan.name.replace(".json", ".jsonl.gz")
-    started = code_now()
+    started, load = code_now(), load_average()
     began = time.monotonic()
     lock = threading.Lock()
     rows: dict[tuple[int, str], dict[str, Any]] = {}
@@ -215,7 +215,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
                     f"--baseline-schedules {min(complete, plan.baseline_schedules)} --seed {args.seed}"),
         "provenance": provenance("python -m experiments.explore",
                                  {"service": SERVICES[scenario], "journal": _backend(plan.journal, plan.hazard)},
-                                 "offline-scripted (no model)", _claims(scenario, plan.hazard), started),
+                                 "offline-scripted (no model)", _claims(scenario, plan.hazard), started, load),
         "seeds": {"first": args.seed, "count": complete, "planned": plan.schedules,
                   "stopped_at_deadline": complete < plan.schedules,
                   "per_system": {system: min(complete, plan.seeds(system)) for system in plan.systems}},

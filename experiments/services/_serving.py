@@ -4,6 +4,7 @@ slow writes that land seconds after they arrived."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import struct
 import threading
@@ -12,8 +13,16 @@ import traceback
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TypeVar
 
 Predicate = Callable[[dict], bool]
+T = TypeVar("T")
+PORT_ATTEMPTS = 5  # fresh ports a server is started on before its start fails for good
+_BIND_FAILED = re.compile("address already in use", re.IGNORECASE)  # what every server here logs for it
+
+
+class PortTaken(RuntimeError):
+    """A server could not bind the port it was given: another process took it after it was found free."""
 
 
 def free_port() -> int:
@@ -21,6 +30,37 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def on_a_free_port(start: Callable[[int], T]) -> T:
+    """`start(port)` on a port found free; again on a fresh one while it raises PortTaken, since between the probe
+    and the server's own bind any process on the machine may take the port (an outgoing connection included)."""
+    attempts = PORT_ATTEMPTS
+    while True:
+        try:
+            return start(free_port())
+        except PortTaken:
+            attempts -= 1
+            if attempts == 0:
+                raise
+
+
+def bind_failed(log: Path, offset: int) -> bool:
+    """Whether the server log says, past byte `offset` (where this start began), that its port was taken."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            return _BIND_FAILED.search(f.read().decode(errors="replace")) is not None
+    except FileNotFoundError:
+        return False
+
+
+def log_size(log: Path) -> int:
+    """Where a server's next lines will start in its log (0 before it has one)."""
+    try:
+        return log.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 class _LoopbackServer(ThreadingHTTPServer):

