@@ -14,6 +14,7 @@ from typing import Any
 
 from . import judge, peers, record, score
 from .commits import commit_said
+from .machine import cores_said, load_said
 from .disagreements import disagreements
 from .faults import fault_of
 from .load import Node, read
@@ -182,6 +183,7 @@ def _provenance(top: Node, scenario: str) -> Provenance:
         summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
         versions=node.opt("versions", "object", {}), commit=commit_said(node),
         claim=node.opt("claim", "object", {}), extra=extra, peers=node.opt("peers", "object", {}),
+        load=load_said(node), cores=cores_said(node),
     )
 
 

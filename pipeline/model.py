@@ -36,6 +36,8 @@ class Provenance:
     claim: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)  # other top-level facts (bucket, project, calendar, ...)
     peers: Mapping[str, Any] = field(default_factory=dict)  # per peer: versions, configuration, documentation cited
+    load: tuple[float, float] | None = None  # the machine's load average at the run's start and end
+    cores: int | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .commits import moved_to
 from .load import Node, read
+from .machine import cores_said, load_said
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ class RunAt:
     claim_ttl_seconds: float | None = None
     claim_where: str = ""  # whose claims those are (untrusted text)
     moved_to: str | None = None  # the code at the end of a run that started on other code (untrusted text)
+    load: tuple[float, float] | None = None  # the machine's load average at the run's start and end
+    cpus: int | None = None  # the machine's cores, beside which the load reads
 
     @property
     def short(self) -> str:
@@ -228,7 +231,8 @@ def run_at(provenance: Node | None) -> RunAt | None:
     claim = provenance.opt_node("claim")
     return RunAt(commit, provenance.opt("commit_dirty", "boolean", False),
                  claim.opt("claim_ttl_seconds", "number") if claim is not None else None,
-                 claim.opt("where", "string", "") if claim is not None else "", moved_to(provenance))
+                 claim.opt("where", "string", "") if claim is not None else "", moved_to(provenance),
+                 load_said(provenance), cores_said(provenance))
 
 
 def _retried(node: Node | None) -> tuple[Retried, ...]:

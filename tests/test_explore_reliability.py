@@ -143,3 +143,26 @@ def test_a_run_records_how_busy_the_machine_was_at_its_start_and_its_end():
     assert made["load_average"]["at_start"] == 7.25
     at_end = made["load_average"]["at_end"]
     assert isinstance(at_end, float) and at_end >= 0
+
+
+def test_an_exploration_page_says_how_busy_the_machine_was_at_the_runs_start_and_end(tmp_path):
+    from pipeline.render import render_site
+
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["provenance"] = {"commit": "0c68c4223b6f8e2a0c6bd5c7a1a4f9e0d2b7c111", "commit_dirty": False,
+                          "host": {"cpus": 2}, "load_average": {"at_start": 61.5, "at_end": 12.25}}
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    docs = tmp_path / "docs"
+    render_site([], {}, docs, reliability(tmp_path))
+    page = (docs / "reliability.md").read_text()
+    assert ("Run at commit <code>0c68c422</code>; the machine's load average 61.5 at the start and 12.25 at the end, "
+            "on 2 cores.") in page
+
+
+def test_a_load_average_that_is_not_a_number_names_the_file_and_the_field(tmp_path):
+    data = _summary("ledger", "sigstop", "jsonl")
+    data["provenance"] = {"commit": "0c68c4223b6f8e2a0c6bd5c7a1a4f9e0d2b7c111",
+                          "load_average": {"at_start": "busy", "at_end": 1.0}}
+    _write(tmp_path, "explore_ledger_sigstop.json", data)
+    with pytest.raises(BadInput, match=r"explore_ledger_sigstop\.json.*at_start"):
+        reliability(tmp_path)

@@ -67,3 +67,18 @@ def test_a_stand_in_run_is_titled_and_described_as_one(path):
     assert "Google Cloud Storage" not in scenario.title.replace("stand-in for Google Cloud Storage", "")
     model = next(s for s in scenario.provenance.services if s.role == "model")
     assert model.real or scenario.title.endswith("(scripted decider)")
+
+
+def test_a_run_that_records_the_machines_load_carries_it_and_a_bad_one_names_the_field(tmp_path):
+    from pipeline.load import BadInput
+
+    data = json.loads((RESULTS / "gcp_resource.json").read_text())
+    data["provenance"]["load_average"] = {"at_start": 3.5, "at_end": 1.25}
+    data["provenance"]["host"] = {**data["provenance"].get("host", {}), "cpus": 2}
+    path = tmp_path / "gcp_resource.json"
+    path.write_text(json.dumps(data))
+    assert (derive(path).provenance.load, derive(path).provenance.cores) == ((3.5, 1.25), 2)
+    data["provenance"]["load_average"]["at_end"] = None
+    path.write_text(json.dumps(data))
+    with pytest.raises(BadInput, match=r"gcp_resource\.json.*at_end"):
+        derive(path)
