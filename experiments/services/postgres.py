@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
+from experiments.services._serving import on_a_free_port, port_taken_told
 
 SUPERUSER = "postgres"
 
@@ -79,13 +79,9 @@ class TempCluster:
 
     def _start_on(self, port: int) -> None:
         """The first start, on `port`; PortTaken when another process bound it first."""
-        self.port, offset = port, log_size(self.log)
-        try:
+        self.port = port
+        with port_taken_told(self.log, f"PostgreSQL on 127.0.0.1:{port}"):
             self.start()
-        except RuntimeError as exc:
-            if bind_failed(self.log, offset):
-                raise PortTaken(f"PostgreSQL could not bind 127.0.0.1:{port}") from exc
-            raise
 
     def restart(self) -> None:
         """Stop (ending every session at once) and start again, as a database failover or reboot would."""

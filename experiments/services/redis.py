@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.services._serving import PortTaken, bind_failed, log_size, on_a_free_port
+from experiments.services._serving import on_a_free_port, port_taken_told
 
 REDIS_SERVER = "redis-server"
 START_TIMEOUT_SECONDS = 10.0
@@ -45,22 +45,17 @@ class RedisServer:
 
     def _start_on(self, port: int) -> int:
         """Start the server on `port` and wait until it answers; PortTaken when another process bound it first."""
-        offset = log_size(self.log)
-        self.process = subprocess.Popen(
-            [self._binary, "--bind", self.host, "--port", str(port), "--dir", str(self.dir), "--save", "",
-             "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(self.log), "--daemonize", "no"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=self.dir,
-        )
-        try:
-            self._wait_until_ready(port)
-        except RuntimeError as exc:
-            self._end()
-            if bind_failed(self.log, offset):
-                raise PortTaken(f"redis-server could not bind {self.host}:{port}") from exc
-            raise
-        except BaseException:
-            self._end()
-            raise
+        with port_taken_told(self.log, f"redis-server on {self.host}:{port}"):
+            self.process = subprocess.Popen(
+                [self._binary, "--bind", self.host, "--port", str(port), "--dir", str(self.dir), "--save", "",
+                 "--appendonly", "no", "--protected-mode", "yes", "--logfile", str(self.log), "--daemonize", "no"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=self.dir,
+            )
+            try:
+                self._wait_until_ready(port)
+            except BaseException:
+                self._end()
+                raise
         return port
 
     @property
