@@ -163,7 +163,12 @@ class Gate:
                 return self._recovery(effect, claim).settle(self.claim_wait)
             return self._recovery(effect, claim).send_failed(exc, looked, self.claim_wait)
         self.hooks.reach(points.AFTER_COMMIT)
-        append_claimed(self.journal, claim, COMMITTED, eid, {"via": "send", "result": result, "epoch": claim.epoch})
+        committed = {"via": "send", "result": result, "epoch": claim.epoch}
+        release_after = getattr(claim, "release_after", None)
+        if release_after is None:
+            append_claimed(self.journal, claim, COMMITTED, eid, committed)
+        else:  # COMMITTED in the release's own round trip
+            release_after(COMMITTED, committed)
         return Outcome(Status.COMMITTED, eid, result)
 
     def _journal_dispatch(self, eid: str, claim: ClaimLike, data: dict[str, Any],

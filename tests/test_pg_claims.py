@@ -187,6 +187,49 @@ def test_a_claim_a_live_holder_keeps_writes_no_first_entry(pg_url):
     other.close()
 
 
+def test_release_after_writes_the_resolution_and_frees_the_claim_in_one_transaction(pg_url):
+    claims = _claims(pg_url, ttl=30)
+    claim = claims.acquire("e1", wait=0)
+    _dispatched(claims, claim)
+    assert claim.confirm()
+    entry = claim.release_after("COMMITTED", {"via": "send", "result": 1, "epoch": claim.epoch})
+    assert entry["kind"] == "COMMITTED" and claims.journal.effect("e1").resolution["hash"] == entry["hash"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        written, released = conn.execute(
+            "SELECT j.xmin::text, c.xmin::text FROM interlock_journal j JOIN interlock_claims c USING (effect_id)"
+            " WHERE effect_id = 'e1' AND kind = 'COMMITTED'").fetchone()
+    assert written == released  # one round trip, one transaction
+    assert claims.owner_of("e1")["released"]
+    taken = _claims(pg_url, ttl=30).acquire("e1", wait=0)
+    assert (taken.epoch, taken.taken) == (2, "released")
+    claim.release()  # given back already: nothing more to do
+    assert claims.owner_of("e1")["epoch"] == 2
+    assert verify_journal(claims.journal.entries())["valid"]
+
+
+def test_release_after_a_takeover_keeps_the_result_as_late_and_leaves_the_claim_to_its_new_owner(pg_url):
+    first, second = _claims(pg_url, 60), _claims(pg_url, 60)
+    stale = first.acquire("e1", wait=0)
+    _dispatched(first, stale)
+    _terminate(pg_url, first.owner_of("e1")["backend"])  # outside a request: the claim is free at once
+    current = second.acquire("e1", wait=5)
+    entry = stale.release_after("COMMITTED", {"via": "send", "result": 1, "epoch": stale.epoch})
+    assert entry["kind"] == "LATE_RESULT"
+    held = second.owner_of("e1")
+    assert (held["epoch"], held["released"]) == (current.epoch, False)
+    assert current.confirm()
+
+
+def test_release_after_writes_the_entries_still_ahead_first(pg_url):
+    claims = _claims(pg_url, ttl=30)
+    claim = claims.acquire("e1", wait=0)
+    claims.journal.append("PROPOSED", "e1", {"payload_hash": "p"})
+    claims.journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    claim.release_after("REFUSED", {"code": "lease", "reason": "closed", "resolves": False, "epoch": claim.epoch})
+    assert claims.journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "REFUSED"]
+    assert claims.owner_of("e1")["released"]
+
+
 _RELEASED_UNANSWERED = """
 import os, signal, sys
 from interlock.pg import PgClaims, PgJournal

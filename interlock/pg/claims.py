@@ -32,7 +32,7 @@ from typing import Any, Callable, TypeVar
 
 import psycopg
 
-from ..errors import JournalUnavailable
+from ..errors import ClaimLost, JournalUnavailable
 from .journal import PgJournal, _first_line, reconnecting
 from .wire import first_row
 
@@ -77,6 +77,17 @@ class PgClaim:
         if self._claims is not None:
             self._claims._release(self)
             self._claims = None
+
+    def release_after(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Append the effect's resolution (`kind`, `data`) and give the effect back, in one round trip and
+        transaction; returns the entry as stored. The gate's COMMITTED goes this way, without a round trip of
+        its own. Fenced and failing as the journal's append of it would; after a failure `release` still gives
+        the claim back."""
+        if self._claims is None:
+            raise ClaimLost(f"the claim on {self.effect_id} was released")
+        entry = self._claims._release_after(self, kind, data)
+        self._claims = None
+        return entry
 
     def __enter__(self) -> PgClaim:
         return self
@@ -138,7 +149,7 @@ class PgClaims:
             epoch, taken, seqs, lines, wrote = row
             if epoch is not None:
                 claim = PgClaim(effect_id, int(epoch), holder, str(taken), self, wrote_first=wrote == "t")
-                self.journal.fence(effect_id, claim.epoch, holder, _entries(seqs, lines))
+                self.journal.fence(effect_id, claim.epoch, holder, None if seqs is None else _entries(seqs, lines))
                 with self._lock:
                     self._held[effect_id] = claim
                 self._start_renewer()
@@ -191,6 +202,15 @@ class PgClaims:
                       "release")
         except JournalUnavailable:
             pass  # the lease runs out on its own; the session, and its lock, are gone already
+
+    def _release_after(self, claim: PgClaim, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        query, params = self.journal.closing(kind, claim.effect_id, data)
+        with self._lock:
+            row = self.journal.guarded(lambda: first_row(self._session(), query, params), kind, claim.effect_id)
+            if self._held.get(claim.effect_id) is claim:
+                del self._held[claim.effect_id]
+        assert row is not None and row[0] is not None, "interlock_release_after returns the last entry's line"
+        return self.journal.closed(claim.effect_id, claim.epoch, row[0])
 
     def _send(self, conn: psycopg.Connection[Any], query: bytes, params: tuple[str, ...]) -> None:
         """Send one statement on the claims session without reading its answer (caller holds _lock)."""
@@ -256,8 +276,8 @@ class PgClaims:
         return conn
 
 
-def _entries(seqs: str | None, lines: str | None) -> list[tuple[int, str]]:
-    """(seq, line) of each entry the claim's round trip read, from `_ACQUIRE`'s text: none when both are NULL."""
+def _entries(seqs: str, lines: str | None) -> list[tuple[int, str]]:
+    """(seq, line) of each entry the claim's round trip read, from `_ACQUIRE`'s text."""
     if not seqs or not lines:
         return []
     return [(int(seq), f"{line}\n") for seq, line in zip(seqs.split(","), lines[:-1].split("\n"), strict=True)]

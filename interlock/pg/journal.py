@@ -40,7 +40,8 @@ class PgJournal:
     (the gate's AUTHORIZED) can go `append_ahead`: it is written in the round trip of the effect's next append,
     in that append's transaction, so a gated effect's AUTHORIZED and DISPATCHED cost one round trip. PROPOSED
     never goes ahead: it holds the facts the effect was decided on, which a restarted job is held to. The gate
-    writes it in the claim's own round trip instead (`PgClaims.acquire_with_first`), committed with the claim.
+    writes it in the claim's own round trip instead (`PgClaims.acquire_with_first`), committed with the claim, and
+    its COMMITTED in the release's (`PgClaim.release_after`), committed with the claim given back.
 
     Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
     claim this process holds, the send commits without waiting and the claim's confirm, which every request
@@ -213,12 +214,16 @@ class PgJournal:
             row = guarding.cursor().execute(query + sql.SQL(" FOR SHARE"), (key,)).fetchone()
         return None if row is None else row[0]
 
-    def fence(self, effect_id: str, epoch: int, holder: str, found: list[tuple[int, str]]) -> None:
+    def fence(self, effect_id: str, epoch: int, holder: str, found: list[tuple[int, str]] | None) -> None:
         """From now on this process's writes for the effect hold only while this acquisition holds the claim;
         `found` is the effect's entries (seq, line) as the claim's own round trip read them, right after taking
-        it: the next `effect()` answers from them, unless an append comes first."""
+        it: the next `effect()` answers from them, unless an append comes first. None when that round trip read
+        nothing (it wrote the effect's first entry): the next `effect()` reads the database."""
         self._epochs[effect_id] = (epoch, holder)
-        self._found[effect_id] = found
+        if found is None:
+            self._found.pop(effect_id, None)
+        else:
+            self._found[effect_id] = found
 
     def unfence(self, effect_id: str, epoch: int) -> None:
         """The claim of `epoch` is being given back: entries still ahead are written first, while it is held (one
@@ -231,6 +236,29 @@ class PgJournal:
             del self._epochs[effect_id]
             self._found.pop(effect_id, None)
             self._unflushed.pop(effect_id, None)
+
+    def closing(self, kind: str, effect_id: str, data: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The statement and arguments that write the effect's entries still ahead and (`kind`, `data`), fenced on
+        this process's claim, and give the claim back, in one transaction (`interlock_release_after`): the
+        claim's closing round trip, made on the claims session, which holds the epoch's lock."""
+        entries = [*self._ahead.get(effect_id, []), self.template(kind, effect_id, data)]
+        return _append_all(len(entries), "interlock_release_after"), self._params(effect_id, entries)
+
+    def closed(self, effect_id: str, epoch: int, line: str) -> dict[str, Any]:
+        """Take in the last entry a claim's closing round trip stored (`closing`): the claim of `epoch` is given
+        back with everything ahead written. Returns the entry as stored."""
+        self._ahead.pop(effect_id, None)
+        entry = self._stored(effect_id, line, flushed=True)
+        if self._epochs.get(effect_id, (None,))[0] == epoch:
+            del self._epochs[effect_id]
+            self._found.pop(effect_id, None)
+            self._unflushed.pop(effect_id, None)
+        return entry
+
+    def guarded(self, call: Callable[[], T], kind: str, effect_id: str) -> T:
+        """`call`, a write of a `kind` entry of the effect made on another session of this journal, retried and
+        its failure reported as this journal's own appends are."""
+        return self._guarded(call, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
 
     def unflushed_send(self, effect_id: str) -> str | None:
         """The hash of the effect's last send if it was written under this process's claim, which commits it
@@ -301,10 +329,15 @@ class PgJournal:
         self._found.pop(effect_id, None)
         row = self._guarded(attempt, f"{kind} for effect {effect_id} may not be written", self._sent(kind, effect_id))
         self._ahead.pop(effect_id, None)  # written; a guard that failed leaves them for the effect's next append
-        entry: dict[str, Any] = loads(row[0])
+        return self._stored(effect_id, row[0], flushed=waits)
+
+    def _stored(self, effect_id: str, line: str, *, flushed: bool) -> dict[str, Any]:
+        """The entry an append stored, noted: a send opens the effect (and awaits the confirm's flush unless
+        `flushed`), a resolution settles it."""
+        entry: dict[str, Any] = loads(line)
         if entry["kind"] in SENDS:
             self._sending.add(effect_id)
-            if not waits:
+            if not flushed:
                 self._unflushed[effect_id] = entry["hash"]
         elif entry["kind"] in RESOLUTIONS:
             self._sending.discard(effect_id)
@@ -320,11 +353,11 @@ class PgJournal:
 # synchronously: its flush covers the append committed just before it, so concurrent sends share flushes while
 # none holds the lock across one, or across a round trip. Under a claim the confirm's flush does it (PgClaims).
 @functools.cache
-def _append_all(entries: int) -> str:
-    """`interlock_append_all` of this many entries, each array built from one parameter per entry: psycopg binds
-    plain values at a fraction of the cost of lists."""
+def _append_all(entries: int, function: str = "interlock_append_all") -> str:
+    """`interlock_append_all` (or a function taking its arguments) of this many entries, each array built from one
+    parameter per entry: psycopg binds plain values at a fraction of the cost of lists."""
     column = "ARRAY[" + ", ".join(["%s"] * entries) + "]"
-    return (f"SELECT interlock_append_all(%s, {column}::text[], {column}::bigint[], %s, %s, {column}::text[],"
+    return (f"SELECT {function}(%s, {column}::text[], {column}::bigint[], %s, %s, {column}::text[],"
             f" {column}::text[], {column}::text[])")
 
 

@@ -81,8 +81,9 @@ $$;
 -- Take the claim if it is free, released, expired, or its holder is gone (its session's lock is free) with no
 -- request in flight. Given a first entry (kind, token, body as `interlock_append_all` takes them), write it under
 -- the new claim when the effect has no entries yet, in the same transaction. Returns the new epoch, how it was
--- taken, the effect's entries as the new holder finds them (seq and line, read after the claim is taken and the
--- first entry written) and whether that first entry is stored; or a NULL epoch while a live holder keeps it.
+-- taken, the effect's entries as the new holder finds them (seq and line, read after the claim is taken; not read,
+-- NULL, when the first entry was written, the effect's only one) and whether that first entry is stored; or a NULL
+-- epoch while a live holder keeps it.
 DROP FUNCTION IF EXISTS interlock_claim(text, text, text, float8);
 DROP FUNCTION IF EXISTS interlock_acquire(text, text, text, float8);
 CREATE OR REPLACE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,
@@ -95,62 +96,84 @@ DECLARE
     v_stopped bigint;
     v_sync text;
 BEGIN
-    INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp(), NULL)
-        ON CONFLICT DO NOTHING;
-    SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
-    <<taking>>
-    BEGIN
-        IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
-            -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
-            PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
-            UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
-            r_epoch := c.epoch;
-            r_taken := c.taken;
-            EXIT taking;
-        ELSIF c.expires IS NULL THEN
-            r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
-        ELSIF c.expires <= clock_timestamp() THEN
-            r_taken := 'expired';
-        ELSIF c.backend = pg_backend_pid() THEN
-            RETURN;  -- held through this very session (advisory locks are re-entrant, so a probe would succeed)
-        ELSIF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch)) THEN
-            RETURN;  -- the holder's session still holds its lock
+    -- a new effect, the common case: its claim row is made already taken, in one statement
+    IF pg_try_advisory_lock(interlock_lock_key(p_effect, 1)) THEN
+        INSERT INTO interlock_claims VALUES (p_effect, 1, p_holder, p_owner, pg_backend_pid(),
+                                             clock_timestamp() + make_interval(secs => p_ttl), false, 'new',
+                                             clock_timestamp(), NULL)
+            ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            r_epoch := 1;
+            r_taken := 'new';
+            PERFORM set_config('synchronous_commit', 'off', true);  -- as for any new claim (below)
         ELSE
-            PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, c.epoch));
-            IF c.in_request AND interlock_open_send(p_effect) THEN
-                RETURN;  -- a lost session is not a dead holder: its request may be in flight, so wait for the lease
+            PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, 1));  -- claimed before: the general way
+        END IF;
+    END IF;
+    IF r_epoch IS NULL THEN
+        INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp(), NULL)
+            ON CONFLICT DO NOTHING;
+        SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
+        <<taking>>
+        BEGIN
+            IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
+                -- a retry of a claim taken before its answer was lost: this session takes the epoch's lock again
+                PERFORM pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch));
+                UPDATE interlock_claims SET backend = pg_backend_pid() WHERE effect_id = p_effect;
+                r_epoch := c.epoch;
+                r_taken := c.taken;
+                EXIT taking;
+            ELSIF c.expires IS NULL THEN
+                r_taken := CASE WHEN c.epoch = 0 THEN 'new' ELSE 'released' END;
+            ELSIF c.expires <= clock_timestamp() THEN
+                r_taken := 'expired';
+            ELSIF c.backend = pg_backend_pid() THEN
+                RETURN;  -- held through this very session (advisory locks are re-entrant, so a probe would succeed)
+            ELSIF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch)) THEN
+                RETURN;  -- the holder's session still holds its lock
+            ELSE
+                PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, c.epoch));
+                IF c.in_request AND interlock_open_send(p_effect) THEN
+                    RETURN;  -- a lost session is not a dead holder: its request may be in flight, so wait for the lease
+                END IF;
+                r_taken := 'holder_gone';
             END IF;
-            r_taken := 'holder_gone';
-        END IF;
-        IF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch + 1)) THEN
-            r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
-            RETURN;
-        END IF;
-        IF c.in_request AND c.backend <> pg_backend_pid() AND interlock_open_send(p_effect)
-                AND interlock_lock_held(p_effect, c.epoch) THEN
-            v_stopped := c.epoch;  -- taken over inside a request from a holder whose session lives: it may send
-        ELSIF c.stopped_epoch IS NOT NULL AND interlock_lock_held(p_effect, c.stopped_epoch) THEN
-            v_stopped := c.stopped_epoch;
-        END IF;
-        IF r_taken = 'new' THEN
-            -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and there is
-            -- no earlier holder's entry to decide on. Every other takeover waits: its flush makes durable every entry
-            -- its decisions rest on, a resolution whose own commit did not wait for the disk included.
-            PERFORM set_config('synchronous_commit', 'off', true);
-        END IF;
-        UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner, backend = pg_backend_pid(),
-               expires = clock_timestamp() + make_interval(secs => p_ttl), in_request = false, taken = r_taken,
-               since = clock_timestamp(), stopped_epoch = v_stopped
-         WHERE effect_id = p_effect;
-        r_epoch := c.epoch + 1;
-    END taking;
+            IF NOT pg_try_advisory_lock(interlock_lock_key(p_effect, c.epoch + 1)) THEN
+                r_taken := NULL;  -- a stale holder of this very key (65536 epochs ago) still lives: wait for the lease
+                RETURN;
+            END IF;
+            IF c.in_request AND c.backend <> pg_backend_pid() AND interlock_open_send(p_effect)
+                    AND interlock_lock_held(p_effect, c.epoch) THEN
+                v_stopped := c.epoch;  -- taken over inside a request from a holder whose session lives: it may send
+            ELSIF c.stopped_epoch IS NOT NULL AND interlock_lock_held(p_effect, c.stopped_epoch) THEN
+                v_stopped := c.stopped_epoch;
+            END IF;
+            IF r_taken = 'new' THEN
+                -- No wait for the disk: a claim a crash forgets is refused at its holder's next fenced write, and
+                -- there is no earlier holder's entry to decide on. Every other takeover waits: its flush makes
+                -- durable every entry its decisions rest on, a resolution whose own commit did not wait for the disk
+                -- included.
+                PERFORM set_config('synchronous_commit', 'off', true);
+            END IF;
+            UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner,
+                   backend = pg_backend_pid(), expires = clock_timestamp() + make_interval(secs => p_ttl),
+                   in_request = false, taken = r_taken,
+                   since = clock_timestamp(), stopped_epoch = v_stopped
+             WHERE effect_id = p_effect;
+            r_epoch := c.epoch + 1;
+        END taking;
+    END IF;
     IF p_body IS NOT NULL AND NOT EXISTS (SELECT FROM interlock_journal WHERE effect_id = p_effect) THEN
+        -- written (or found written, by a retry): the effect's one entry is the holder's own, and the journal-wide
+        -- lock the append took is held to the commit, so nothing more is done here
         v_sync := current_setting('synchronous_commit');  -- the append's own setting must not change the claim's
         PERFORM interlock_append_all(p_effect, ARRAY[p_kind], ARRAY[NULL::bigint], r_epoch, p_holder,
                                      ARRAY[p_token], ARRAY[p_body], ARRAY[NULL::text]);
         PERFORM set_config('synchronous_commit', v_sync, true);
+        r_first := true;
+        RETURN;
     END IF;
-    SELECT array_agg(seq ORDER BY seq), array_agg(line ORDER BY seq),
+    SELECT coalesce(array_agg(seq ORDER BY seq), '{{}}'), coalesce(array_agg(line ORDER BY seq), '{{}}'),
            coalesce(bool_or(token = p_token), false) INTO r_seqs, r_lines, r_first
       FROM interlock_journal WHERE effect_id = p_effect;  -- read now that the claim is this holder's
 END $$;
@@ -162,6 +185,19 @@ BEGIN
     UPDATE interlock_claims SET expires = NULL, in_request = false
      WHERE effect_id = p_effect AND epoch = p_epoch AND holder = p_holder;
     PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
+END $$;
+
+-- Give the claim back and append the last entries of the claimed effect (its resolution), in one transaction: the
+-- holder's closing round trip. Its session holds the epoch's lock, which the release frees. The release comes
+-- first, so the journal-wide lock is held for the append alone; the claim's row stays locked by it to the commit,
+-- and the append's fence reads the epoch and holder it left.
+CREATE OR REPLACE FUNCTION interlock_release_after(p_effect text, p_kinds text[], p_epochs bigint[], p_fence bigint,
+                                                   p_holder text, p_tokens text[], p_bodies text[],
+                                                   p_late_bodies text[]) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM interlock_release(p_effect, p_fence, p_holder);
+    RETURN interlock_append_all(p_effect, p_kinds, p_epochs, p_fence, p_holder, p_tokens, p_bodies, p_late_bodies);
 END $$;
 
 -- Append entries of one effect, in order, in the caller's transaction. The client sends each entry's canonical
