@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: results test bench experiments explore serve clean
+.PHONY: results test bench experiments explore rerun-stale serve clean
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
@@ -45,6 +45,12 @@ explore: $(STAMP)
 	  $(PY) -m experiments.explore --hazard $$hazard --journal postgresql --schedules 300 --jobs 8 || status=1; \
 	done; \
 	exit $$status
+
+# Every result file whose code moved since its run (`python -m experiments.explore --stale`), run again as that
+# listing says it was run, JOBS at a time (each command writes only its own files); make fails at the end if any did.
+JOBS ?= 1
+rerun-stale: $(STAMP)
+	$(PY) -m experiments.explore --stale | sed -n 's|^run again: python |$(PY) |p' | xargs -r -P $(JOBS) -I {} sh -c '{}'
 
 serve: $(STAMP)
 	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from experiments.explore.__main__ import main, parse_args
-from experiments.explore.staleness import not_run, report
+from experiments.explore.staleness import RERUN, not_run, report
 
 
 def _git(repo, *args):
@@ -21,8 +21,8 @@ def _git(repo, *args):
     return done.stdout.strip()
 
 
-def _result(out, name, commit, journal=None):
-    (out / name).write_text(json.dumps({"provenance": {"commit": commit, "journal": journal}}))
+def _result(out, name, commit, journal=None, **stored):
+    (out / name).write_text(json.dumps({"provenance": {"commit": commit, "journal": journal}, **stored}))
 
 
 def _history(repo, path, changed_to):
@@ -134,3 +134,49 @@ def test_make_explore_runs_every_committed_exploration_as_its_file_records_it():
         stored = json.loads(path.read_text())
         [recorded] = parse_args(shlex.split(stored["command"])[3:]).plans
         assert planned[path.name] == replace(recorded, jobs=stored["jobs"]), path.name
+
+
+def test_each_stale_file_is_followed_by_the_command_that_runs_it_again_as_it_was_run(tmp_path):
+    repo, out, scenarios = tmp_path, tmp_path / "results" / "reliability", tmp_path / "results" / "scenarios"
+    out.mkdir(parents=True)
+    scenarios.mkdir()
+    first = _history(repo, "interlock/recovery.py", "A = 2\n")
+    head = _git(repo, "rev-parse", "HEAD")
+    command = ("python -m experiments.explore --scenario ledger --hazard crash --journal postgresql --systems interlock"
+               " --schedules 300 --baseline-schedules 300 --seed 0")
+    _result(out, "explore_ledger_pg.json", first, command=command, jobs=8)
+    _result(out, "explore_ledger_sigstop.json", head, command="python -m experiments.explore --hazard sigstop", jobs=2)
+    (out / "tamper.json").write_text(json.dumps({"provenance": {
+        "commit": first, "script": "python -m experiments.tamper"}}))
+    (scenarios / "calendar.json").write_text(json.dumps({"provenance": {
+        "commit": first, "script": "python -m experiments.calendar", "journal": {"backend": "jsonl"}}}))
+    (scenarios / "gcp_resource.json").write_text(json.dumps({"provenance": {
+        "commit": first, "script": "python -m experiments.gcp_resource", "journal": {"backend": "postgresql"}}}))
+    again = [line for line in report(out, repo) if line.startswith(RERUN)]
+    assert again == [f"{RERUN}{command} --jobs 8", f"{RERUN}python -m experiments.tamper",
+                     f"{RERUN}python -m experiments.calendar",
+                     f"{RERUN}python -m experiments.gcp_resource --journal postgresql://..."]
+
+
+def test_a_stale_file_that_records_no_command_is_listed_without_one(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "interlock/recovery.py", "A = 2\n")
+    _result(out, "explore_ledger.json", first)
+    lines = report(out, repo)
+    assert f"explore_ledger.json  {first[:8]}  1 file(s) changed since: interlock/recovery.py" in lines
+    assert not [line for line in lines if line.startswith(RERUN)]
+
+
+def test_make_rerun_stale_runs_the_commands_the_listing_gives_with_the_projects_python():
+    root = Path(__file__).parents[1]
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "rerun-stale", "JOBS=3"], cwd=root,
+                         capture_output=True, text=True, check=True).stdout
+    [recipe] = [line for line in dry.splitlines() if " --stale | " in line]  # whatever make prints around it
+    listing, pick, run = recipe.split(" | ")
+    assert listing == ".venv/bin/python -m experiments.explore --stale"
+    line = f"{RERUN}python -m experiments.tamper"
+    picked = subprocess.run(shlex.split(pick), input=f"explore_ledger.json  0123abcd  up to date\n{line}\n",
+                            capture_output=True, text=True, check=True).stdout
+    assert picked == ".venv/bin/python -m experiments.tamper\n"
+    assert run.startswith("xargs -r -P 3 ")

@@ -4,7 +4,8 @@ A result file counts what one commit's gate and harness did. After the library o
 file may no longer say what today's code does (a regression hides behind an old file), so before a claim is
 made from the site, `python -m experiments.explore --stale` lists every result file whose code moved since it was
 run (the explorations, the tamper corpus beside them, the scenario runs in the `scenarios` folder beside that),
-and every hazard cell the hazard table declares that has no file yet.
+and every hazard cell the hazard table declares that has no file yet; then the command that runs each stale file
+again as it was run (`make rerun-stale` runs them).
 """
 
 from __future__ import annotations
@@ -22,15 +23,18 @@ NO_RUN_READS = ("experiments/explore/staleness.py",)  # this listing: no run's o
 SHARED_JOURNAL_ONLY = "interlock/pg/"  # code only the runs on the PostgreSQL journal reach
 TAMPER = "tamper.json"  # its corpus includes journals written by the PostgreSQL backend
 SCENARIOS = "scenarios"  # beside the reliability folder: the scenario runs, on the journal each file names
+RERUN = "run again: "  # how the listing opens each command that renews a stale file (`make rerun-stale` reads it)
 
 
 @dataclass(frozen=True)
 class Standing:
-    """One result file: the commit it names, and the files of `CODE` changed since (None: not known here)."""
+    """One result file: the commit it names, the files of `CODE` changed since (None: not known here), and the
+    command that runs it again as it was run (None when the file does not say)."""
 
     name: str
     commit: str | None
     changed: tuple[str, ...] | None
+    command: str | None
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
@@ -41,7 +45,10 @@ def standings(out: Path, repo: Path) -> list[Standing]:
     on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL} | {TAMPER}
     scenario_runs = sorted((out.parent / SCENARIOS).glob("*.json"))
     for path in [*sorted(out.glob("explore_*.json")), *out.glob(TAMPER), *scenario_runs]:
-        provenance = _provenance(path)
+        stored = _stored(path)
+        provenance = stored.get("provenance")
+        if not isinstance(provenance, dict):
+            provenance = {}
         commit = provenance.get("commit") if isinstance(provenance.get("commit"), str) else None
         if commit is not None and commit not in changed:
             changed[commit] = _changed_since(commit, repo)
@@ -54,17 +61,31 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             shared = isinstance(journal, dict) and journal.get("backend") == "postgresql"
         if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
-        found.append(Standing(name, commit, moved))
+        found.append(Standing(name, commit, moved, _command(stored, provenance)))
     return found
 
 
-def _provenance(path: Path) -> dict[str, Any]:
-    """The file's provenance object; empty when the file cannot be read or has none."""
+def _stored(path: Path) -> dict[str, Any]:
+    """The file's top-level object; empty when the file cannot be read or holds something else."""
     try:
-        provenance = json.loads(path.read_text())["provenance"]
-    except (OSError, ValueError, KeyError, TypeError):
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
         return {}
-    return provenance if isinstance(provenance, dict) else {}
+    return stored if isinstance(stored, dict) else {}
+
+
+def _command(stored: dict[str, Any], provenance: dict[str, Any]) -> str | None:
+    """The command that writes this file again with the settings it was written with: an exploration's recorded
+    command with its runs at once, else the script that wrote it (on the shared journal, given its address)."""
+    command, jobs = stored.get("command"), stored.get("jobs")
+    if isinstance(command, str) and isinstance(jobs, int):
+        return f"{command} --jobs {jobs}"
+    script = provenance.get("script")
+    if not isinstance(script, str):
+        return None
+    journal = provenance.get("journal")
+    on_postgresql = isinstance(journal, dict) and journal.get("backend") == "postgresql"
+    return f"{script} --journal postgresql://..." if on_postgresql else script
 
 
 def not_run(out: Path) -> list[str]:
@@ -75,8 +96,8 @@ def not_run(out: Path) -> list[str]:
 
 
 def report(out: Path, repo: Path) -> list[str]:
-    """The lines `--stale` prints: one per result file, then the cells not run."""
-    lines = []
+    """The lines `--stale` prints: one per result file, then the cells not run, then a command per stale file."""
+    lines, again = [], []
     for standing in standings(out, repo):
         commit = (standing.commit or "no commit")[:8]
         if standing.changed is None:
@@ -87,8 +108,10 @@ def report(out: Path, repo: Path) -> list[str]:
             state = f"{len(standing.changed)} file(s) changed since: {', '.join(standing.changed[:4])}" + (
                 ", ..." if len(standing.changed) > 4 else "")
         lines.append(f"{standing.name}  {commit}  {state}")
+        if standing.changed and standing.command is not None and standing.command not in again:
+            again.append(standing.command)
     lines += [f"not run: {name}" for name in not_run(out)]
-    return lines
+    return lines + [f"{RERUN}{command}" for command in again]
 
 
 def _changed_since(commit: str, repo: Path) -> tuple[str, ...] | None:
