@@ -124,6 +124,25 @@ def test_a_released_claim_that_was_taken_over_stays_with_its_new_owner(pg_url):
     assert first.acquire("e1", wait=1).epoch == 3  # free once the server has read the release
 
 
+def test_a_claimed_effects_entries_are_written_on_the_claims_session(pg_url):
+    claims = _claims(pg_url, ttl=30)
+    journal = claims.journal
+    claim = claims.acquire_with_first("e1", 1, "PROPOSED", {"payload_hash": "p"})
+    journal.append_ahead("AUTHORIZED", "e1", {"lease": None})
+    journal.append_dispatch("e1", {"epoch": claim.epoch}, [lambda: []])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        last = dict(conn.execute("SELECT pid, query FROM pg_stat_activity WHERE pid = ANY(%s)",
+                                 ([journal._conn.info.backend_pid, claims._conn.info.backend_pid],)).fetchall())
+    assert "interlock_append_all" in last[claims._conn.info.backend_pid]
+    assert "interlock_append_all" not in last[journal._conn.info.backend_pid]
+    assert journal.effect("e1").kinds == ["PROPOSED", "AUTHORIZED", "DISPATCHED"]
+    assert claim.confirm()  # its flush makes the DISPATCHED durable, on the session that wrote it
+    claims.close()
+    journal.append("COMMITTED", "e1", {"epoch": claim.epoch})  # the claims closed: the journal's session writes it
+    assert journal.effect("e1").kinds[-1] == "COMMITTED"
+    assert verify_journal(journal.entries())["valid"]
+
+
 def test_a_failed_guard_under_a_live_claim_writes_nothing(pg_url):
     claims = _claims(pg_url, 60)
     held = claims.acquire("e1", wait=0)

@@ -110,6 +110,13 @@ class PgClaims:
         self._renewer: threading.Thread | None = None
         self._unanswered = False  # a release was sent on the session and its answer not read yet
         self._run(lambda conn: None, "connect")
+        journal.claims_session = self._on_session
+
+    def _on_session(self, statement: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run `statement` on the claims session, as the journal's own write of a claimed effect's entries: the
+        journal retries it and reports its failure."""
+        with self._lock:
+            return statement(self._session())
 
     @property
     def closed(self) -> bool:
@@ -119,6 +126,8 @@ class PgClaims:
     def close(self) -> None:
         """Stop renewing and end the claims session: held claims not in a request are free at once."""
         self._stop.set()
+        if self.journal.claims_session == self._on_session:
+            self.journal.claims_session = None  # the journal's own session writes from now on
         if self._renewer is not None:
             self._renewer.join()
         with self._lock:

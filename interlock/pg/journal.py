@@ -41,7 +41,9 @@ class PgJournal:
     in that append's transaction, so a gated effect's AUTHORIZED and DISPATCHED cost one round trip. PROPOSED
     never goes ahead: it holds the facts the effect was decided on, which a restarted job is held to. The gate
     writes it in the claim's own round trip instead (`PgClaims.acquire_with_first`), committed with the claim, and
-    its COMMITTED in the release's (`PgClaim.release_after`), committed with the claim given back.
+    its COMMITTED in the release's (`PgClaim.release_after`), committed with the claim given back. Every other
+    write of an effect this process holds the claim on goes on the claims session too, unless guards that read the
+    database hold its transaction here: a worker's gated effects keep to one session, whose backend stays warm.
 
     Durability is the JSONL journal's: a send (DISPATCHED, REDISPATCHED) is on disk before its request. Under a
     claim this process holds, the send commits without waiting and the claim's confirm, which every request
@@ -71,6 +73,7 @@ class PgJournal:
         self._sending: set[str] = set()
         self._ahead: dict[str, list[tuple[Any, ...]]] = {}  # entries as `template` lays them out
         self._unflushed: dict[str, str] = {}
+        self.claims_session: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any] | None = None  # PgClaims'
         self._conn = self._guarded(self.connect, "connect", False)
         self._guarded(self._create_schema, "create the journal's tables", False)
 
@@ -312,6 +315,8 @@ class PgJournal:
             try:
                 begun = bool(guards) and _check(conn, guards)  # their row locks are held to this append's commit
                 if not waits and not begun:  # one prepared statement, committed without waiting for the disk
+                    if effect_id in self._epochs and self.claims_session is not None:
+                        return self.claims_session(lambda claims: first_row(claims, append_all, params))
                     return first_row(conn, append_all, params)
                 cur = psycopg.ClientCursor(conn)  # one simple query: the server runs it through without waiting on us
                 if waits:
