@@ -4,7 +4,7 @@ how long a takeover takes after a SIGKILL or a SIGSTOP, and by which path; what 
 Every worker submits its own effects (tier 1, a send that only returns its evidence), so the figures measure the
 journal and the claims: per effect one claim, four entries (PROPOSED, AUTHORIZED, DISPATCHED, COMMITTED), a confirm
 of the claim right before the send and a release; on PostgreSQL, four round trips (the claim with PROPOSED,
-AUTHORIZED with DISPATCHED, the confirm, COMMITTED with the release). Both
+AUTHORIZED with DISPATCHED, the confirm, COMMITTED with the release), all on the worker's claims session. Both
 backends keep one durability contract: the send's entry is on disk before its request (fsync; on PostgreSQL the
 confirm's synchronous commit, whose flush covers the DISPATCHED written before it), every other entry with the next
 flush. Beside each rate stands the CPU time the workers spent per effect and, apart, the database server's: every
