@@ -56,9 +56,7 @@ def standings(out: Path, repo: Path) -> list[Standing]:
         if path.parent == out:
             name, shared = path.name, path.name in on_postgresql
         else:
-            journal = provenance.get("journal")
-            name = f"{SCENARIOS}/{path.name}"
-            shared = isinstance(journal, dict) and journal.get("backend") == "postgresql"
+            name, shared = f"{SCENARIOS}/{path.name}", _on_postgresql(provenance)
         if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
         found.append(Standing(name, commit, moved, _command(stored, provenance)))
@@ -83,9 +81,13 @@ def _command(stored: dict[str, Any], provenance: dict[str, Any]) -> str | None:
     script = provenance.get("script")
     if not isinstance(script, str):
         return None
+    return f"{script} --journal postgresql://..." if _on_postgresql(provenance) else script
+
+
+def _on_postgresql(provenance: dict[str, Any]) -> bool:
+    """Whether a scenario run's provenance names the shared PostgreSQL journal as the one it ran on."""
     journal = provenance.get("journal")
-    on_postgresql = isinstance(journal, dict) and journal.get("backend") == "postgresql"
-    return f"{script} --journal postgresql://..." if on_postgresql else script
+    return isinstance(journal, dict) and journal.get("backend") == "postgresql"
 
 
 def not_run(out: Path) -> list[str]:
