@@ -13,7 +13,7 @@ from pathlib import Path
 
 import bench
 from bench._quiet import wait_for_quiet
-from bench._results import write_result
+from bench._results import machine, write_result
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
 
@@ -30,10 +30,12 @@ def main(names: list[str]) -> int:
         if settled.quiet is False:  # None: this system does not say how busy it is
             print(f"bench: {name} starts on a busy machine ({settled.busy_share} of its cores busy after "
                   f"{settled.waited_seconds}s); its result file says so", file=sys.stderr)
+        found = machine()
         started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
         numbers = importlib.import_module(f"bench.{name}").run()
         numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
-        write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict())
+        write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict(),
+                     machine_at_start=found)
         print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
         for line in targets_said(name, numbers.get("targets", {})):
             print(line)

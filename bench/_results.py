@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 FSYNCS = 20  # timed flushes behind `fsync_ms`
+CREATES = 200  # timed file creations behind `file_create_us`
 
 
 def fsync_ms(directory: str | None = None) -> float:
@@ -32,11 +33,32 @@ def fsync_ms(directory: str | None = None) -> float:
     return round(statistics.median(times) * 1000, 3)
 
 
-def provenance(load_at_start: float | None = None, settled: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Where and when the numbers were measured: a figure means little without the machine, the code, how busy
-    the shared machine was (the 1-minute load average at the start and the end of the run, and how long the start
-    waited for the cores to go quiet, `bench._quiet`) and how long its disk takes to flush, which sets how much
-    of a durable append is waiting rather than computing."""
+def file_create_us(directory: str | None = None) -> float:
+    """Median microseconds to create and open a new file in a new folder of `directory` (the temporary directory),
+    as a JSONL journal's claims do once per effect. Where many files were just deleted it can take a hundred times
+    longer (ext4 without a journal passes over inodes freed in the last minutes), and every JSONL figure pays it."""
+    times = []
+    with tempfile.TemporaryDirectory(dir=directory, prefix="interlock-create-") as folder:
+        for n in range(CREATES):
+            began = time.perf_counter()
+            os.close(os.open(os.path.join(folder, f"{n}.lock"), os.O_RDWR | os.O_CREAT, 0o644))
+            times.append(time.perf_counter() - began)
+    return round(statistics.median(times) * 1e6, 1)
+
+
+def machine() -> dict[str, Any]:
+    """The machine as a benchmark found it: cores, Python, platform, how long its disk takes to flush, which sets
+    how much of a durable append is waiting rather than computing, and to create a file, which a JSONL claim does.
+    Taken before a benchmark runs, since its own clean-up deletes files by the thousand."""
+    return {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "fsync_ms": fsync_ms(), "file_create_us": file_create_us()}
+
+
+def provenance(load_at_start: float | None = None, settled: dict[str, Any] | None = None,
+               machine_at_start: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Where and when the numbers were measured: a figure means little without the machine (`machine`, as the run
+    found it, else as it is now), the code, and how busy the shared machine was (the 1-minute load average at the
+    start and the end of the run, and how long the start waited for the cores to go quiet, `bench._quiet`)."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
@@ -48,8 +70,7 @@ def provenance(load_at_start: float | None = None, settled: dict[str, Any] | Non
         # the code, not the results: a run of several benchmarks has written the earlier ones' files by now
         "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
         if commit else None,
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "fsync_ms": fsync_ms()},
+        "machine": machine_at_start or machine(),
         "load_average": {"at_start": load_at_start, "at_end": round(os.getloadavg()[0], 2)},
         "settled": settled,
     }
@@ -64,11 +85,12 @@ def against(figure: float, relation: str, target: float) -> dict[str, Any]:
 
 
 def write_result(path: Path, numbers: dict[str, Any], *, load_at_start: float | None = None,
-                 settled: dict[str, Any] | None = None) -> None:
+                 settled: dict[str, Any] | None = None, machine_at_start: dict[str, Any] | None = None) -> None:
     """Write `numbers` with their provenance to `path` via a synced temporary file and a rename, so an
     interrupted run leaves the previous result whole, never half of a new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({**numbers, "provenance": provenance(load_at_start, settled)}, indent=2, sort_keys=True) + "\n"
+    made = provenance(load_at_start, settled, machine_at_start)
+    text = json.dumps({**numbers, "provenance": made}, indent=2, sort_keys=True) + "\n"
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:

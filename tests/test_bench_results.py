@@ -13,7 +13,7 @@ import pytest
 from bench._results import write_result
 
 
-def test_a_result_names_its_date_commit_cores_python_and_the_disks_flush_time(tmp_path):
+def test_a_result_names_its_date_commit_cores_python_and_the_disks_flush_and_create_times(tmp_path):
     path = tmp_path / "gate.json"
     write_result(path, {"verify_entries_per_second": 1})
     stored = json.loads(path.read_text())
@@ -22,7 +22,14 @@ def test_a_result_names_its_date_commit_cores_python_and_the_disks_flush_time(tm
     assert made["machine"]["cores"] == os.cpu_count() and made["machine"]["python"] == platform.python_version()
     assert len(made["commit"]) == 40 and made["date"].endswith("+00:00")
     assert made["load_average"]["at_start"] is None and made["load_average"]["at_end"] >= 0
-    assert made["machine"]["fsync_ms"] > 0
+    assert made["machine"]["fsync_ms"] > 0 and made["machine"]["file_create_us"] > 0
+
+
+def test_a_result_keeps_the_machine_as_the_run_found_it(tmp_path):
+    path = tmp_path / "gate.json"
+    found = {"cores": 2, "fsync_ms": 0.2, "file_create_us": 240.0}
+    write_result(path, {"figure": 1}, machine_at_start=found)
+    assert json.loads(path.read_text())["provenance"]["machine"] == found
 
 
 def test_a_result_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path):
