@@ -1,5 +1,5 @@
 """Run every benchmark module (or those named on the command line) and write results/bench/<name>.json, each
-started on a machine that has settled from the one before it."""
+started on a machine that has settled from the one before it; their scratch folders go when the last one ends."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import bench
 from bench._quiet import wait_for_quiet
 from bench._results import machine, write_result
+from bench._scratch import kept_to_the_end
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
 
@@ -25,21 +26,27 @@ def main(names: list[str]) -> int:
     if unknown:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
         return 2
-    for name in names or available:
-        settled = wait_for_quiet()
-        if settled.quiet is False:  # None: this system does not say how busy it is
-            print(f"bench: {name} starts on a busy machine ({settled.busy_share} of its cores busy after "
-                  f"{settled.waited_seconds}s); its result file says so", file=sys.stderr)
-        found = machine()
-        started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
-        numbers = importlib.import_module(f"bench.{name}").run()
-        numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
-        write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict(),
-                     machine_at_start=found)
-        print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
-        for line in targets_said(name, numbers.get("targets", {})):
-            print(line)
+    with kept_to_the_end():
+        for name in names or available:
+            run_one(name)
     return 0
+
+
+def run_one(name: str) -> None:
+    """Run one benchmark on a settled machine, print and store its numbers and say how each target fared."""
+    settled = wait_for_quiet()
+    if settled.quiet is False:  # None: this system does not say how busy it is
+        print(f"bench: {name} starts on a busy machine ({settled.busy_share} of its cores busy after "
+              f"{settled.waited_seconds}s); its result file says so", file=sys.stderr)
+    found = machine()
+    started, load = time.perf_counter(), round(os.getloadavg()[0], 2)
+    numbers = importlib.import_module(f"bench.{name}").run()
+    numbers["wall_seconds"] = round(time.perf_counter() - started, 2)
+    write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict(),
+                 machine_at_start=found)
+    print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
+    for line in targets_said(name, numbers.get("targets", {})):
+        print(line)
 
 
 def targets_said(name: str, targets: dict[str, dict[str, object]]) -> list[str]:

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._scratch import scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,15 +35,15 @@ def fsync_ms(directory: str | None = None) -> float:
     return round(statistics.median(times) * 1000, 3)
 
 
-def file_create_us(directory: str | None = None) -> float:
-    """Median microseconds to create and open a new file in a new folder of `directory` (the temporary directory),
-    as a JSONL journal's claims do once per effect. Where many files were just deleted it can take a hundred times
-    longer (ext4 without a journal passes over inodes freed in the last minutes), and every JSONL figure pays it."""
+def file_create_us() -> float:
+    """Median microseconds to create and open a new file in a new scratch folder (`bench._scratch`), as a JSONL
+    journal's claims do once per effect. In the minutes after many files were deleted it can take a hundred times
+    longer (ext4 without a journal passes over the inodes freed lately), and every JSONL figure pays it."""
     times = []
-    with tempfile.TemporaryDirectory(dir=directory, prefix="interlock-create-") as folder:
+    with scratch("interlock-create-") as folder:
         for n in range(CREATES):
             began = time.perf_counter()
-            os.close(os.open(os.path.join(folder, f"{n}.lock"), os.O_RDWR | os.O_CREAT, 0o644))
+            os.close(os.open(folder / f"{n}.lock", os.O_RDWR | os.O_CREAT, 0o644))
             times.append(time.perf_counter() - began)
     return round(statistics.median(times) * 1e6, 1)
 

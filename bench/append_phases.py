@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ._scratch import scratch
 from ._throughput import Call, run_workers
 from .gate import SHARED_EFFECTS, submitter
 
@@ -32,8 +32,7 @@ SETUPS = (("shared_1", 1, False), ("shared_16", WORKERS, False), ("own_16", WORK
 
 def run() -> dict[str, Any]:
     """The set-ups taking turns for ROUNDS rounds; each figure the median of its rounds."""
-    with tempfile.TemporaryDirectory(prefix="bench-phases-") as tmp:
-        folder = Path(tmp)
+    with scratch("bench-phases-") as folder:
         runs: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in SETUPS}
         for r in range(ROUNDS):
             for name, workers, own in SETUPS:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ._results import against
+from ._scratch import scratch
 from ._throughput import Call, durable_service, expect, run_workers
 
 WORKERS = (1, 4, 16)
@@ -82,13 +82,13 @@ def run() -> dict[str, Any]:
     from experiments.services.redis import RedisServer
 
     figures: dict[str, dict[str, Any]] = {s: {"backend": BACKENDS[s], "effects_per_second": {}} for s in SYSTEMS}
-    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp, TempCluster() as cluster, \
+    with scratch("bench-peers-") as tmp, TempCluster() as cluster, \
             RedisServer() as redis_server:
         for workers in WORKERS:
             rounds = ROUNDS if workers == 1 else 1
             places = {}
             for system in SYSTEMS:
-                folder = Path(tmp) / f"w{workers}_{system}"
+                folder = tmp / f"w{workers}_{system}"
                 folder.mkdir()
                 places[system] = folder, _address(system, folder, cluster, redis_server.url)
             seconds, effects = dict.fromkeys(SYSTEMS, 0.0), dict.fromkeys(SYSTEMS, 0)  # while every worker ran

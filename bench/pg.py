@@ -41,6 +41,7 @@ from interlock import Effect, FunctionTarget, Gate
 from interlock.backends import open_journal
 
 from ._results import against
+from ._scratch import scratch
 from ._throughput import WARMUP, Call, Run, expect, per_round, run_workers
 
 WORKERS = (1, 4, 16)
@@ -207,8 +208,8 @@ def run() -> dict[str, Any]:
 
     out: dict[str, Any] = {"effects_per_run": EFFECTS, "repeats": REPEATS, "cpus": os.cpu_count(),
                            "lease_ttl_seconds": LEASE_TTL, "load_average_at_start": os.getloadavg()[0]}
-    with TempCluster() as cluster, tempfile.TemporaryDirectory(prefix="interlock-bench-") as tmp:
-        backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(Path(tmp) / "journal.jsonl")}
+    with TempCluster() as cluster, scratch("interlock-bench-") as tmp:
+        backends = {"postgresql": cluster.create_database("bench"), "jsonl": str(tmp / "journal.jsonl")}
         most = WORKERS[-1]
         own = tuple(cluster.create_database(f"own_{w}") for w in range(most))
         runs: dict[tuple[str, int], list[Run]] = {(b, n): [] for b in backends for n in WORKERS}

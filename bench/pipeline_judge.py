@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from interlock.canonical import entry_hash
 from pipeline import derive
 
 from ._results import against
+from ._scratch import scratch
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "published"
 CELLS = 10_000
@@ -72,8 +72,8 @@ def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict]]:
 
 def run() -> dict:
     """Time derive() over the synthetic files and check every judged cell against its template's published scores."""
-    with tempfile.TemporaryDirectory() as tmp:
-        files, expected = synthesize(Path(tmp))
+    with scratch("bench-judge-") as tmp:
+        files, expected = synthesize(tmp)
         started = time.perf_counter()
         judged = [cell for path in files for cell in derive(path).cells]
         seconds = time.perf_counter() - started

@@ -13,7 +13,6 @@ import contextlib
 import io
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from experiments.calendar.scenario import Calendar
 from experiments.gcp_resource.scenario import GcpResource
 
 from ._results import against
+from ._scratch import scratch
 
 REPEATS = 9  # every row must meet the target, so the worst of ten medians decides: one slow start moved it at 5
 SYSTEMS = ("hand_check", "interlock")
@@ -74,12 +74,12 @@ def _quiet() -> Iterator[None]:
 def run() -> dict[str, Any]:
     """Median settle time per row and system, their ratio, and the worst row."""
     samples: dict[tuple[str, str], dict[str, list[float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-settle-") as tmp:
+    with scratch("bench-settle-") as tmp:
         for repeat in range(REPEATS):
             systems = list(SYSTEMS if repeat % 2 == 0 else reversed(SYSTEMS))
             for scenario, run_cells in SCENARIOS.items():
                 with _quiet():
-                    cells = run_cells(systems, Path(tmp) / f"{scenario}-{repeat}.json")
+                    cells = run_cells(systems, tmp / f"{scenario}-{repeat}.json")
                 for fault, system, seconds in cells:
                     samples.setdefault((scenario, fault), {s: [] for s in SYSTEMS})[system].append(seconds)
     rows = []

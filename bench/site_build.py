@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from pipeline.chart import Drawing
 from pipeline.compare import published_runs
 from pipeline.derive import derive
 from pipeline.render import render_site
+
+from ._scratch import scratch
 
 REFERENCE = REPO.parent / "shared" / "reference"
 SYNTHETIC = 100
@@ -75,8 +76,7 @@ def _timed_build(files: list[Path], out: Path) -> dict[str, float]:
 def run() -> dict:
     """Time both inputs; the 100-scenario full build must stay under a minute."""
     shapes = _shapes()
-    with tempfile.TemporaryDirectory(prefix="interlock-bench-site-") as tmp:
-        tmp_path = Path(tmp)
+    with scratch("interlock-bench-site-") as tmp_path:
         real = _timed_build(shapes, tmp_path / "real")
         inputs = tmp_path / "synthetic-input"
         inputs.mkdir()

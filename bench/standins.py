@@ -7,13 +7,13 @@ the recording proxy in front of fake-gcs-server, Calendar requests to the stand-
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from experiments import clients
 from experiments.live import services
+
+from ._scratch import scratch
 
 REQUESTS = 100
 WARMUP = 5
@@ -70,6 +70,6 @@ def _calendar() -> dict:
 
 def run() -> dict:
     """Median milliseconds per request: GCS upload and version listing, Calendar insert and events.list."""
-    with tempfile.TemporaryDirectory() as work_dir, services(live=False, work_dir=Path(work_dir)):
+    with scratch("bench-standins-") as work_dir, services(live=False, work_dir=work_dir):
         numbers = {**_gcs(), **_calendar()}
     return {**numbers, "requests_per_measure": REQUESTS, "clients": "google-cloud-storage, google-api-python-client"}

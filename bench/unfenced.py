@@ -20,7 +20,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from interlock import FileClaims, FunctionTarget, Gate, effect_id_for, hooks
 from interlock.effects import Effect
 
 from ._results import against
+from ._scratch import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIALS = 12
@@ -110,9 +110,9 @@ def _percentile(values: list[float], share: float) -> float:
 
 def run() -> dict[str, Any]:
     """Crash to settled past the bound over TRIALS SIGKILLed workers, and the confirm-to-request gap."""
-    with tempfile.TemporaryDirectory(prefix="bench-unfenced-") as tmp:
-        trials = [_trial(Path(tmp), i) for i in range(TRIALS)]
-        gaps = _gaps(Path(tmp))
+    with scratch("bench-unfenced-") as tmp:
+        trials = [_trial(tmp, i) for i in range(TRIALS)]
+        gaps = _gaps(tmp)
     excess = [t["crash_to_settled"] - IN_FLIGHT_SECONDS for t in trials]
     return {
         "note": ("crash to settled: the explorer's ledger worker SIGKILLed at before_request on the ledger stand-in "

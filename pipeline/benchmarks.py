@@ -38,7 +38,9 @@ DESCRIPTIONS: dict[str, Description] = {
         "worker runs; the scaling over the whole run and the share of it the last workers' cool-down took stand "
         "beside it), how long opening and verifying a million-entry journal takes, what the claim files of those "
         "runs' settled effects take on disk against their journals before and after `retire_settled` deleted them, "
-        "and how soon a SIGKILLed holder's claim is free."),
+        "and how soon a SIGKILLed holder's claim is free. Every JSONL effect creates its claim's file, so the JSONL "
+        "rates move with how long creating a file took on the machine (provenance machine file create, taken as "
+        "the run began): where that is slow, one worker loses more than sixteen, and the scaling reads higher."),
     "append_phases": Description(
         "Where a shared JSONL append spends its CPU",
         "The CPU per gated effect in each phase of the JSONL journal, for one worker, for 16 workers on one journal "
@@ -57,7 +59,9 @@ DESCRIPTIONS: dict[str, Description] = {
         "start-up and the warm-up effects included), and how soon another worker takes over an effect whose "
         "holder was SIGKILLed or stopped. The 16_workers_own_databases figures are 16 workers each on a database "
         "of its own on the same server, sharing nothing but the server and the cores: about the most 16 workers "
-        "get from this machine, so the ceiling of any shared journal's scaling here.",
+        "get from this machine, so the ceiling of any shared journal's scaling here. The JSONL rates move with how "
+        "long creating a file took on the machine (provenance machine file create, taken as the run began), since "
+        "every JSONL effect creates its claim's file: where that is slow, PostgreSQL against JSONL reads higher.",
         pivots=(("by concurrent workers", r"^(?P<col>.+)_(?P<row>\d+)_workers$", "workers"),),
         charts=(("by concurrent workers", r"effects_per_second"),)),
     "peers": Description(
