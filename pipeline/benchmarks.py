@@ -94,6 +94,7 @@ DESCRIPTIONS: dict[str, Description] = {
 # (name regex, unit, how to format): the first that matches a key's last part gives its unit.
 _UNITS: tuple[tuple[str, str], ...] = (
     (r"(^|_)ms($|_)", "ms"),
+    (r"(^|_)us($|_)", "µs"),
     (r"(^|_)(seconds|s)($|_)", "s"),
     (r"per_(cpu_)?second", "per s"),
     (r"(^|_)bytes($|_)", "bytes"),
@@ -164,7 +165,7 @@ def unit(key: str) -> str:
     return next((u for pattern, u in _UNITS if re.search(pattern, key)), "")
 
 
-_UNIT_WORDS = {"ms": {"ms"}, "s": {"s", "seconds"}, "bytes": {"bytes"}, "MB": {"mb"}}
+_UNIT_WORDS = {"ms": {"ms"}, "µs": {"us"}, "s": {"s", "seconds"}, "bytes": {"bytes"}, "MB": {"mb"}}
 
 
 def label(key: str) -> str:

@@ -196,7 +196,7 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     data = {"effects_per_run": 320, "note": "one worker per process",
             "systems": {"dbos_sqlite": {"median_ms": 2.5, "effects_per_second": {"1": 400.0, "4": 900.5}},
                         "interlock_decorator_jsonl": {"median_ms": 1.25, "effects_per_second": {"1": 600.0}}},
-            "brand_new_seconds": 1.5, "rows": [{"fault": "a", "x_median_s": 0.2}]}
+            "brand_new_seconds": 1.5, "file_create_us": 7.6, "rows": [{"fault": "a", "x_median_s": 0.2}]}
     bench = layout("peers", data, "results/bench/peers.json")
     tables = {t.title: t for t in bench.tables}
     systems = tables["systems"]
@@ -204,7 +204,8 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     assert systems.rows == (("dbos_sqlite", "2.5", "400", "900.5"), ("interlock_decorator_jsonl", "1.25", "600", ""))
     assert systems.chart["median (ms)"] == (2.5, 1.25)
     figures = dict(tables["figures"].rows)
-    assert figures == {"effects per run": "320", "note": "one worker per process", "brand new (s)": "1.5"}
+    assert figures == {"effects per run": "320", "note": "one worker per process", "brand new (s)": "1.5",
+                       "file create (µs)": "7.6"}
     assert tables["rows"].rows == (("a", "0.2"),)
 
 
