@@ -67,6 +67,35 @@ def test_an_append_reads_nothing_it_has_already_seen(tmp_path):
     assert read < budget, f"20 appends to a {size}-byte journal read {read} bytes"
 
 
+def test_a_writer_that_finds_the_lock_held_tries_a_while_then_waits_for_it_asleep(tmp_path):
+    import fcntl
+    import os
+    import threading
+    import time
+
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    holder = os.open(f"{path}.lock", os.O_RDWR)  # another open file: its flock excludes the journal's
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    spent: list[float] = []
+
+    def append() -> None:
+        began = time.thread_time()
+        journal.append("PROPOSED", "e1", {"payload_hash": "x"})
+        spent.append(time.thread_time() - began)
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    time.sleep(0.5)
+    assert writer.is_alive() and not lines(path)  # the held lock keeps it out
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    writer.join(10)
+    assert [e["kind"] for e in lines(path)] == ["PROPOSED"]
+    assert spent[0] < 0.25  # half a second held: it slept on the lock, not spun on it
+    journal.close()
+    os.close(holder)
+
+
 def test_an_append_catches_up_only_on_what_others_added(tmp_path):
     path = tmp_path / "journal.jsonl"
     fill(path, effects=200)
