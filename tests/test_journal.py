@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -68,11 +72,6 @@ def test_an_append_reads_nothing_it_has_already_seen(tmp_path):
 
 
 def test_a_writer_that_finds_the_lock_held_tries_a_while_then_waits_for_it_asleep(tmp_path):
-    import fcntl
-    import os
-    import threading
-    import time
-
     path = tmp_path / "journal.jsonl"
     journal = Journal(path)
     holder = os.open(f"{path}.lock", os.O_RDWR)  # another open file: its flock excludes the journal's
