@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: results test bench experiments explore rerun-stale serve clean
+.PHONY: results typecheck test bench experiments explore rerun-stale serve clean
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
@@ -14,7 +14,10 @@ $(STAMP): pyproject.toml requirements.lock
 results: $(STAMP)
 	$(PY) -m pipeline build
 
-test: $(STAMP)
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+test: $(STAMP) typecheck
 	$(PY) -m pytest
 
 bench: $(STAMP)

@@ -34,8 +34,9 @@ def watched_submitter(path: str, effects: int, worker: int) -> Call:
         if operation & fcntl.LOCK_EX:
             turns.append([time.monotonic()])
 
-    interlock.journal.fcntl = types.SimpleNamespace(
-        flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_UN=fcntl.LOCK_UN, LOCK_SH=fcntl.LOCK_SH, LOCK_NB=fcntl.LOCK_NB)
+    # The journal module's own `fcntl` import, replaced in this worker process (not part of its typed surface).
+    setattr(interlock.journal, "fcntl", types.SimpleNamespace(
+        flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_UN=fcntl.LOCK_UN, LOCK_SH=fcntl.LOCK_SH, LOCK_NB=fcntl.LOCK_NB))
     call = submitter(path, worker)
     done = [0]
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 from interlock import Effect, FileClaims, FunctionTarget, Gate, Journal, effect_id_for, verify_journal
 from interlock.canonical import canonical_bytes, line_hash
@@ -68,6 +68,13 @@ def run() -> dict[str, Any]:
     return numbers
 
 
+def _jsonl(gate: Gate) -> Journal:
+    """The JSONL journal of a gate made on a journal path."""
+    if not isinstance(gate.journal, Journal):
+        raise TypeError(f"expected a JSONL journal, the gate has a {type(gate.journal).__name__}")
+    return gate.journal
+
+
 def _happy_path(folder: Path) -> dict[str, Any]:
     folder.mkdir(parents=True)
     send = durable_service(folder / "service.jsonl")
@@ -81,8 +88,9 @@ def _happy_path(folder: Path) -> dict[str, Any]:
         outcome = gate.submit(Effect(f"bench:{n}", {"n": n}))
         gated.append(time.perf_counter() - started)
         assert outcome.status == "COMMITTED", outcome
-    gate.journal.close()
-    appends = len(gate.journal) / EFFECTS
+    journal = _jsonl(gate)
+    journal.close()
+    appends = len(journal) / EFFECTS
     direct_ms, gated_ms = statistics.median(direct) * 1e3, statistics.median(gated) * 1e3
     flush_ms = _witness_flush_ms(folder / "witness")
     return {
@@ -203,7 +211,7 @@ def _templates() -> list[tuple[str, str]]:
         gate = Gate(tmp / "journal.jsonl", FunctionTarget("svc", lambda eid, p: {"stored": eid}, tier=3))
         gate.submit(Effect("job:0", {"to_version": "v41", "body": '{"timeout_ms": 800, "version": "v41"}'}))
         sample = gate.journal.entries()
-        gate.journal.close()
+        _jsonl(gate).close()
     fields = {"seq": "\0seq", "ts": "\0ts", "effect_id": "\0eid", "prev": "\0prev", "effect_prev": "\0eprev"}
     out = []
     for entry in sample:
@@ -228,7 +236,7 @@ def write_journal(path: Path, entries: int) -> None:
     seq = 0
     while seq < entries:
         key = f"job:{seq}"
-        values = {"eid": json.dumps(effect_id_for(key)), "key": json.dumps(key), "eprev": "null"}
+        values: dict[str, object] = {"eid": json.dumps(effect_id_for(key)), "key": json.dumps(key), "eprev": "null"}
         for _, template in templates:
             if seq == entries:
                 break
@@ -417,11 +425,14 @@ def _one_claim_gap(directory: Path) -> float:
             time.sleep(0.005)
         waiter = subprocess.Popen(command + ["--mode", "claim", "--claim-wait", "30"], cwd=ROOT, env=clean,
                                   stdout=subprocess.PIPE, text=True)
-        waiter.stdout.readline()  # it is now waiting on the held claim
+        replies = waiter.stdout
+        if replies is None:
+            raise RuntimeError("the waiter's stdout is not a pipe")
+        replies.readline()  # it is now waiting on the held claim
         time.sleep(0.05)
         pause.unlink()
         sender.wait(30)
-        claimed_at = json.loads(waiter.stdout.readline())["claimed_at"]
+        claimed_at = cast(float, json.loads(replies.readline())["claimed_at"])  # the worker's time.time() stamp
         waiter.wait(30)
     finally:
         for proc in (sender, waiter):

@@ -14,11 +14,14 @@ import json
 import os
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._results import against
 from ._scratch import scratch
 from ._throughput import Call, durable_service, expect, run_workers
+
+if TYPE_CHECKING:
+    from experiments.services.postgres import TempCluster
 
 WORKERS = (1, 4, 16)
 EFFECTS = 320  # per run, split evenly between the workers
@@ -63,7 +66,7 @@ def caller(system: str, address: str, folder: str, worker: int) -> Call:
                                        powertools.LambdaContext())["outcome"], "WRITTEN")
 
 
-def _address(system: str, folder: Path, cluster: Any, redis_url: str) -> str:
+def _address(system: str, folder: Path, cluster: TempCluster, redis_url: str) -> str:
     if system == "interlock_decorator_jsonl":
         return str(folder / "journal.jsonl")
     if system == "interlock_decorator_postgresql":

@@ -128,13 +128,16 @@ def _takeover(address: str, effect_id: str, sig: signal.Signals, in_request: boo
     holder = multiprocessing.get_context("spawn").Process(
         target=_holder, args=(address, effect_id, in_request, LEASE_TTL, str(ready)), daemon=True)
     holder.start()
+    pid = holder.pid
+    if pid is None:
+        raise RuntimeError(f"the holder of {effect_id} has no process id once started")
     deadline = time.monotonic() + 60
     while not ready.exists():
         if time.monotonic() > deadline or not holder.is_alive():
             raise RuntimeError(f"the holder of {effect_id} never got ready")
         time.sleep(0.005)
     signalled = time.perf_counter()
-    os.kill(holder.pid, sig)
+    os.kill(pid, sig)
     claim = claims.acquire(effect_id, wait=60)
     seconds = time.perf_counter() - signalled
     if claim is None:
@@ -142,7 +145,7 @@ def _takeover(address: str, effect_id: str, sig: signal.Signals, in_request: boo
     how = getattr(claim, "taken", "flock")
     claim.release()
     if sig != signal.SIGKILL:
-        os.kill(holder.pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
     holder.join()
     ready.unlink()
     ready.parent.rmdir()

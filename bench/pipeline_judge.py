@@ -6,6 +6,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from interlock.canonical import entry_hash
 from pipeline import derive
@@ -19,7 +20,7 @@ TARGET_SECONDS = 10.0
 _GENERATION = re.compile(r'"(\d{16})"')
 
 
-def _rechain(entries: list[dict]) -> None:
+def _rechain(entries: list[dict[str, Any]]) -> None:
     """Recompute the (published, per-effect) hash chain after the ids inside the entries changed."""
     previous = None
     for entry in entries:
@@ -27,28 +28,29 @@ def _rechain(entries: list[dict]) -> None:
         entry["hash"] = previous = entry_hash(entry)
 
 
-def _gcp_variant(template: str, n: int) -> dict:
-    cell = json.loads(_GENERATION.sub(lambda m: f'"{int(m.group(1)) + n * 7919}"', template))
+def _gcp_variant(template: str, n: int) -> dict[str, Any]:
+    text = _GENERATION.sub(lambda m: f'"{int(m.group(1)) + n * 7919}"', template)
+    cell = cast(dict[str, Any], json.loads(text))  # a copy of a published cell: a JSON object
     _rechain(cell["artifacts"]["journal.jsonl"])
     return cell
 
 
-def _calendar_variant(template: str, ids: list[str], n: int) -> dict:
+def _calendar_variant(template: str, ids: list[str], n: int) -> dict[str, Any]:
     text = template
     for k, old in enumerate(ids):
         text = text.replace(old, f"{old[:2]}{n:06x}{k:02x}{old[10:]}"[:len(old)])
-    cell = json.loads(text)
+    cell = cast(dict[str, Any], json.loads(text))  # a copy of a published cell: a JSON object
     if cell["evidence"]["receipt_bundle"]:
         _rechain(cell["evidence"]["receipt_bundle"]["entries"])
     return cell
 
 
-def _calendar_ids(cell: dict) -> list[str]:
+def _calendar_ids(cell: dict[str, Any]) -> list[str]:
     truth = cell["ground_truth"]
     return sorted({cell["request_id"], *truth["agent_events"], *truth["other_events"]}, key=len, reverse=True)
 
 
-def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict]]:
+def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict[str, Any]]]:
     """Write result files holding `cells` varied copies of the reference cells (one copy of a scenario's cells per
     file, since a file holds each (fault, system) once), with the template of each judged cell in order."""
     files, expected = [], []
@@ -70,7 +72,7 @@ def synthesize(out: Path, cells: int = CELLS) -> tuple[list[Path], list[dict]]:
     return files, expected
 
 
-def run() -> dict:
+def run() -> dict[str, Any]:
     """Time derive() over the synthetic files and check every judged cell against its template's published scores."""
     with scratch("bench-judge-") as tmp:
         files, expected = synthesize(tmp)

@@ -15,7 +15,7 @@ import statistics
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from experiments import runner
 from experiments.calendar.scenario import Calendar
@@ -31,9 +31,9 @@ TARGET_RATIO = 1.25
 
 def _settled_at(cell: dict[str, Any]) -> float:
     """The settling worker's own stamp of when it settled (gcp: its outcome file; calendar: its result file)."""
-    if "artifacts" in cell:
-        return cell["artifacts"]["outcome_restart.json"]["settled_at"]
-    return cell["evidence"]["result_file"]["finished"]
+    if "artifacts" in cell:  # the stamps are the workers' time.time() figures, numbers in JSON
+        return cast(float, cell["artifacts"]["outcome_restart.json"]["settled_at"])
+    return cast(float, cell["evidence"]["result_file"]["finished"])
 
 
 def _cells(scenario: type[runner.Scenario], systems: list[str], out: Path,
@@ -82,7 +82,7 @@ def run() -> dict[str, Any]:
                     cells = run_cells(systems, tmp / f"{scenario}-{repeat}.json")
                 for fault, system, seconds in cells:
                     samples.setdefault((scenario, fault), {s: [] for s in SYSTEMS})[system].append(seconds)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (scenario, fault), by_system in samples.items():
         medians = {system: statistics.median(values) for system, values in by_system.items()}
         rows.append({

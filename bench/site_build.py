@@ -12,11 +12,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from pipeline.build import REPO, _mkdocs, result_files, source_date_epoch
 from pipeline.chart import Drawing
-from pipeline.compare import published_runs
 from pipeline.derive import derive
+from pipeline.published import published_runs
 from pipeline.render import render_site
 
 from ._scratch import scratch
@@ -73,7 +74,7 @@ def _timed_build(files: list[Path], out: Path) -> dict[str, float]:
     }
 
 
-def run() -> dict:
+def run() -> dict[str, Any]:
     """Time both inputs; the 100-scenario full build must stay under a minute."""
     shapes = _shapes()
     with scratch("interlock-bench-site-") as tmp_path:

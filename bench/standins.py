@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from experiments import clients
 from experiments.live import services
@@ -30,7 +31,7 @@ def _median_ms(call: Callable[[int], object]) -> float:
     return round(statistics.median(samples) * 1000, 2)
 
 
-def _gcs() -> dict:
+def _gcs() -> dict[str, float]:
     bucket = clients.storage_client().bucket("bench")
     bucket.versioning_enabled = True
     bucket = clients.storage_client().create_bucket(bucket)
@@ -50,7 +51,7 @@ def _gcs() -> dict:
             "gcs_versions_listed": len(list(client.list_blobs("bench", versions="true")))}
 
 
-def _calendar() -> dict:
+def _calendar() -> dict[str, float]:
     api = clients.calendar_service()
 
     def insert(i: int) -> None:
@@ -68,7 +69,7 @@ def _calendar() -> dict:
     return {"calendar_insert_ms": insert_ms, "calendar_list_events_ms": list_ms}
 
 
-def run() -> dict:
+def run() -> dict[str, Any]:
     """Median milliseconds per request: GCS upload and version listing, Calendar insert and events.list."""
     with scratch("bench-standins-") as work_dir, services(live=False, work_dir=work_dir):
         numbers = {**_gcs(), **_calendar()}

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from .benchmarks import benchmarks
 from .chart import Drawing
@@ -47,7 +48,7 @@ def source_date_epoch(scenarios: Sequence[Scenario]) -> int:
     return int(max(times).timestamp()) if times else 0
 
 
-def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
+def _mkdocs(docs: Path, site: Path, nav: list[dict[str, Any]], epoch: int) -> None:
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
@@ -73,7 +74,8 @@ def _mkdocs(docs: Path, site: Path, nav: list, epoch: int) -> None:
             os.environ["SOURCE_DATE_EPOCH"] = previous
 
 
-def render(files: Sequence[Path], docs: Path, drawing: Drawing | None = None) -> tuple[list[Scenario], list]:
+def render(files: Sequence[Path], docs: Path,
+           drawing: Drawing | None = None) -> tuple[list[Scenario], list[dict[str, Any]]]:
     """Judge every file and the published runs, and write the site's Markdown: everything but mkdocs, as
     benchmarked (charts queued on `drawing` when given, see `render_site`). Returns our judged runs followed by
     the re-judged published ones. The reliability and benchmark pages read whatever results/reliability/ and

@@ -17,9 +17,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.typing import RcKeyType  # noqa: E402
 
 # Fixed, machine-independent rendering: matplotlib's bundled DejaVu Sans drawn as paths, a fixed id salt, no date.
-_RC = {
+_RC: dict[RcKeyType, object] = {
     "font.family": "DejaVu Sans",
     "svg.fonttype": "path",
     "svg.hashsalt": "interlock-results",

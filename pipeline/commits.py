@@ -8,7 +8,7 @@ from .load import Node
 
 def commit_said(provenance: Node) -> str | None:
     """The commit the run started on, marked when the tree had uncommitted changes or the code moved during it."""
-    commit = provenance.opt("commit", "string")
+    commit: str | None = provenance.opt("commit", "string")  # opt() has checked it is a string when present
     if not commit:
         return commit
     started = _marked(commit, provenance.opt("commit_dirty", "boolean", False))

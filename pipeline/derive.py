@@ -90,7 +90,7 @@ def _first_result(evidence: Node) -> Node | None:
 def _calendar_cell(cell: Node, system: str) -> dict[str, Any]:
     """The calendar parts of a judged cell: events on the slot, the worker log and result file, or the receipt."""
     evidence = cell.at("evidence")
-    journal: list = []
+    journal: list[dict[str, Any]] = []
     if system.startswith(GATE):
         bundle = evidence.at("receipt_bundle")
         journal = _entries(bundle.at("entries"))

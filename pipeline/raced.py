@@ -68,7 +68,7 @@ class _Trial:
         self.held = self.landed != self.customer_first
         seen = row.opt_node("after_insert_other_events")
         self.looked = self.landed and seen is not None  # the worker re-read the slot after its insert
-        self.detected = self.looked and bool(seen.expect("array"))
+        self.detected = self.looked and seen is not None and bool(seen.expect("array"))
         check = row.opt("checked_at" if row.has("checked_at") else "last_read_ts", "number")
         self.window_ms = (agent.get("ts", "number") - check) * 1000 if agent and check is not None else None
 

@@ -218,7 +218,7 @@ def exploration(path: Path, shown: str) -> Exploration:
         journal=hazard.opt("journal", "string", "jsonl") if hazard else "jsonl",
         history_check=history.opt("check", "string") if history else None,
         hazard_effects=_effects(top.opt_node("hazard_effects")),
-        planned=seeds.get("planned", "integer") if stopped else None,
+        planned=seeds.get("planned", "integer") if seeds is not None and stopped else None,
         retried=_retried(top.opt_node("harness_retried")),
         run_at=run_at(top.opt_node("provenance")),
     )

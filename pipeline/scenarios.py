@@ -41,7 +41,7 @@ def scenario_name(top: Node) -> str:
     """The scenario a file holds: `scenario` in the project's files and gcp's, `key` in the published calendar."""
     key = "scenario" if top.has("scenario") else "key"
     node = top.at(key)
-    name = node.expect("string")
+    name: str = node.expect("string")  # expect() has checked it is a string
     if name not in SPECS:
         raise node.bad(f"unknown scenario {name!r} (known: {', '.join(SPECS)})")
     return name

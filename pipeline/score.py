@@ -36,7 +36,7 @@ def prove(record: RecordSays, truth: GroundTruth) -> Proof:
         missing.append(f"the record cannot say which writes landed: {record.reason}")
     elif sorted(record.writes) != sorted(truth.agent_writes):
         missing.append(f"the record says {_ids(record.writes)}, the service holds {_ids(truth.agent_writes)}")
-    if missing:
+    if missing or record.writes is None:  # a None `writes` is already among the missing
         return Proof(False, "; ".join(missing))
     return Proof(True, f"{record.actor} named, {len(record.checks)} check(s) recorded, and the record's "
                        f"{_ids(record.writes)} equals the service's list")

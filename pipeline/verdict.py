@@ -153,7 +153,7 @@ def _cell_sentence(cell: Cell, spec: Spec) -> str:
 
 def _agreement(row: list[Cell]) -> str:
     """Which systems ended alike on (invariant, answer, proof) in one fault."""
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[tuple[bool, bool | None, bool], list[str]] = {}
     for cell in row:
         groups.setdefault((cell.invariant_held, cell.answer_matches, cell.can_prove), []).append(cell.system)
     if len(groups) == 1:

@@ -118,8 +118,9 @@ def claim_kind(claim: Mapping[str, Any]) -> str | None:
     """How a run's claims free a dead holder, from its provenance (flat, or one entry per system)."""
     if not claim:
         return None
-    if isinstance(claim.get("kind"), str):
-        return claim["kind"]
+    kind = claim.get("kind")
+    if isinstance(kind, str):
+        return kind
     return next((v["kind"] for v in claim.values() if isinstance(v, Mapping) and isinstance(v.get("kind"), str)),
                 None)
 

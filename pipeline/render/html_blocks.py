@@ -83,7 +83,7 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
             if groups and groups[-1].bare and standin == len(out) - 1 and line:
                 out.append("")  # the bare stand-in stays a paragraph of its own, as Markdown ends a raw block
             out += block
-        if held:
+        if held and end is not None:  # a held block always has its end line
             groups[-1].blank_after = end + 1 == len(lines) or not lines[end + 1].strip(" ")
         index += len(block)
     if not groups:

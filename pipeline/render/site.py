@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from markupsafe import Markup
@@ -47,7 +47,7 @@ class Run:
 
     @property
     def raw_cells(self) -> list[Mapping[str, Any]]:
-        return self.top["cells"]
+        return cast(list[Mapping[str, Any]], self.top["cells"])  # derive() read each cell as a JSON object
 
     @property
     def summaries(self) -> tuple[SystemSummary, ...]:
@@ -95,7 +95,8 @@ def _source(template: str) -> Markup:
 
 def _page_facts(name: str) -> Mapping[str, Any]:
     """What the published page of a scenario states that its artifact file does not (site/data)."""
-    return json.loads(PUBLISHED_PAGES.read_text(encoding="utf-8"))["scenarios"].get(name, {})
+    pages = json.loads(PUBLISHED_PAGES.read_text(encoding="utf-8"))
+    return cast(Mapping[str, Any], pages["scenarios"].get(name, {}))  # site/data's file: one object per scenario
 
 
 def _published_side(figures: Mapping[str, Any] | None) -> headline.Side | None:
