@@ -14,7 +14,9 @@ median of REPEATS rounds, since the machine is shared; each ratio (a scaling, Po
 median of the ratios within a round, so drift between rounds falls on both sides of it alike; the load average at
 the start and the end says how busy it was. Each round also runs 16 workers each on a database of its own on the
 same server: sharing nothing but the server and the cores, they show about the most 16 workers get from this
-machine, so the scaling a shared journal can reach here.
+machine, so the scaling a shared journal can reach here. Beside the CPU per effect (workers' and server's together)
+at 16 workers stands the most it could be for both targets to be met on this machine's cores with this run's
+single-worker rates: where 16 workers keep the cores busy, their rate is the cores over that CPU per effect.
 
 A takeover is timed from the signal to the holder until another process holds the claim. A holder killed outside
 a request (its DISPATCHED durable, no request started) is provably unable to send, so its claim is free as soon as
@@ -106,6 +108,20 @@ def _ceiling(owned: list[Run], served: list[float], runs: dict[tuple[str, int], 
         f"postgresql_server_cpu_ms_per_effect_{label}": round(statistics.median(served) * 1000, 3),
         f"postgresql_shared_vs_own_databases_{most}_workers": per_round(runs["postgresql", most], owned),
     }
+
+
+def _cpu_budget(out: dict[str, Any], most: int) -> dict[str, float]:
+    """The CPU time (workers' and server's) per effect at each worker count, and the most it could be at `most`
+    workers for their rate to meet both targets on this machine's cores, given this run's single-worker rates:
+    1.5 times the higher of the single worker's rate and half the JSONL single worker's."""
+    spent = {f"postgresql_cpu_ms_per_effect_{n}_workers": round(
+        out[f"postgresql_server_cpu_ms_per_effect_{n}_workers"]
+        + out[f"postgresql_worker_cpu_ms_per_effect_{n}_workers"], 3) for n in WORKERS}
+    single = max(out["postgresql_effects_per_second_1_workers"],
+                 TARGETS["postgresql_vs_jsonl_1_workers"] * out["jsonl_effects_per_second_1_workers"])
+    needed = TARGETS["postgresql_scaling_16_workers"] * single
+    return {**spent, f"postgresql_cpu_ms_per_effect_{most}_workers_that_meets_both_targets": round(
+        (os.cpu_count() or 1) / needed * 1000, 3)}
 
 
 def _holder(address: str, effect_id: str, in_request: bool, ttl: float, ready: str) -> None:
@@ -245,6 +261,7 @@ def run() -> dict[str, Any]:
         for n in WORKERS:
             out[f"postgresql_vs_jsonl_{n}_workers"] = per_round(runs["postgresql", n], runs["jsonl", n])
         out.update(_ceiling(owned, served["own"], runs, most))
+        out.update(_cpu_budget(out, most))
         pg = backends["postgresql"]
         out["jsonl_takeover_after_sigkill"] = _takeovers(backends["jsonl"], "jsonl-killed", signal.SIGKILL, False)
         out["postgresql_takeover_after_sigkill_outside_a_request"] = _takeovers(pg, "killed", signal.SIGKILL, False)
