@@ -25,10 +25,10 @@ def _result(out, name, commit, journal=None, **stored):
     (out / name).write_text(json.dumps({"provenance": {"commit": commit, "journal": journal}, **stored}))
 
 
-def _history(repo, path, changed_to):
-    """A repository whose second commit changes `path`; returns the first commit."""
+def _history(repo, path, changed_to, first="A = 1\n"):
+    """A repository whose second commit changes `path` from `first`; returns the first commit."""
     (repo / path).parent.mkdir(parents=True, exist_ok=True)
-    (repo / path).write_text("A = 1\n")
+    (repo / path).write_text(first)
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "first")
@@ -93,6 +93,60 @@ def test_a_change_to_this_listing_alone_leaves_every_result_standing(tmp_path):
     _result(out, "explore_ledger.json", first)
     assert report(out, repo) == [f"explore_ledger.json  {first[:8]}  up to date"] + [
         f"not run: {name}" for name in not_run(out)]
+
+
+_PLAIN = '''"""A harness module."""
+import json
+
+
+def settle(record, wait=1.0):
+    """Settle one record."""
+    found = json.loads(record)  # what the worker wrote
+    return found["id"], wait
+'''
+
+_TYPED = '''"""A harness module, typed."""
+import json
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def settle(record: str, wait: float = 1.0) -> tuple[str, float]:
+    """Settle one record, as its worker wrote it."""
+    found: dict[str, Any] = cast(dict[str, Any], json.loads(record))
+    return found["id"], wait
+'''
+
+
+def _standing(tmp_path, first, changed_to):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    commit = _history(repo, "experiments/harness_part.py", changed_to, first=first)
+    _result(out, "explore_ledger.json", commit)
+    return report(out, repo)[0]
+
+
+def test_a_change_of_comments_docstrings_and_typing_alone_leaves_every_result_standing(tmp_path):
+    assert _standing(tmp_path, _PLAIN, _TYPED).endswith("  up to date")
+
+
+def test_a_changed_default_in_a_typed_function_makes_its_results_stale(tmp_path):
+    changed = _TYPED.replace("wait: float = 1.0", "wait: float = 2.0")
+    assert _standing(tmp_path, _PLAIN, changed).endswith("1 file(s) changed since: experiments/harness_part.py")
+
+
+def test_a_changed_field_annotation_in_a_class_makes_its_results_stale(tmp_path):
+    first = "from dataclasses import dataclass\n\n\n@dataclass\nclass Plan:\n    runs: int = 1\n"
+    changed = first.replace("runs: int = 1", "runs: ClassVar[int] = 1")  # no longer a field
+    assert "1 file(s) changed since" in _standing(tmp_path, first, changed)
+
+
+def test_a_cast_not_imported_from_typing_is_a_call_like_any_other(tmp_path):
+    first = "def f(x):\n    return x\n"
+    changed = "from .units import cast\n\n\ndef f(x):\n    return cast(int, x)\n"
+    assert "1 file(s) changed since" in _standing(tmp_path, first, changed)
 
 
 def test_no_run_reads_the_listing_only_the_stale_flag_does():

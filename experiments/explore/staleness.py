@@ -6,10 +6,16 @@ made from the site, `python -m experiments.explore --stale` lists every result f
 run (the explorations, the tamper corpus beside them, the scenario runs in the `scenarios` folder beside that),
 and every hazard cell the hazard table declares that has no file yet; then the command that runs each stale file
 again as it was run (`make rerun-stale` runs them).
+
+A change counts when it can change what a run does. A Python file whose two versions differ only in comments,
+layout, docstrings and typing (the annotations of functions' parameters, returns and local variables, imports from
+`typing`, `if TYPE_CHECKING:` blocks, `typing.cast`) runs the same, so it leaves the results standing; annotations
+in a class or module body stay counted, since dataclasses and named tuples build their fields from them.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 from dataclasses import dataclass
@@ -125,4 +131,104 @@ def _changed_since(commit: str, repo: Path) -> tuple[str, ...] | None:
         return None
     if done.returncode != 0:
         return None
-    return tuple(line for line in done.stdout.splitlines() if line)
+    return tuple(path for path in done.stdout.splitlines() if path and not _runs_alike(repo, commit, path))
+
+
+def _runs_alike(repo: Path, commit: str, path: str) -> bool:
+    """Whether `path` at `commit` and at HEAD are Python that differ only in what no run executes."""
+    if not path.endswith(".py"):
+        return False
+    sources = []
+    for rev in (commit, "HEAD"):
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], capture_output=True, timeout=60)
+        if shown.returncode != 0:
+            return False  # added or deleted
+        sources.append(shown.stdout)
+    try:
+        before, after = (ast.dump(_AsRun().visit(ast.parse(source))) for source in sources)
+    except (SyntaxError, ValueError):
+        return False
+    return before == after
+
+
+class _AsRun(ast.NodeTransformer):
+    """A module's syntax tree without what no run executes: docstrings, function and local annotations, imports
+    from `typing`, `if TYPE_CHECKING:` blocks, and `typing.cast(T, x)` read as `x`."""
+
+    def __init__(self) -> None:
+        self._in_function = 0
+        self._cast_names: set[str] = set()
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module == "typing":
+                self._cast_names |= {alias.asname or alias.name for alias in statement.names if alias.name == "cast"}
+        return self._body(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return self._body(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return self._function(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        node.returns = None
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg):
+            if arg is not None:
+                arg.annotation = None
+        self._in_function += 1
+        try:
+            return self._body(node)
+        finally:
+            self._in_function -= 1
+
+    def _body(self, node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        node.body = body
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        """The node with its children read as run, a body left empty by that holding `pass`."""
+        result = super().generic_visit(node)
+        if isinstance(getattr(result, "body", None), list) and not result.body:  # type: ignore[attr-defined]
+            result.body = [ast.Pass()]  # type: ignore[attr-defined]
+        return result
+
+    def visit_Import(self, node: ast.Import) -> ast.AST | None:
+        return None if all(alias.name == "typing" for alias in node.names) else node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
+        return None if node.module == "typing" else node
+
+    def visit_If(self, node: ast.If) -> ast.AST | None:
+        test = node.test
+        checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+            and isinstance(test.value, ast.Name) and test.value.id == "typing")
+        if checking and not node.orelse:
+            return None
+        return self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if not self._in_function:
+            return self.generic_visit(node)  # a field of a dataclass or named tuple, say: runs as written
+        if node.value is None:
+            return node  # makes the name local to the function all the same
+        assigned: ast.AST = self.visit(ast.Assign(targets=[node.target], value=node.value))
+        return assigned
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        is_cast = (isinstance(func, ast.Name) and func.id in self._cast_names) or (
+            isinstance(func, ast.Attribute) and func.attr == "cast"
+            and isinstance(func.value, ast.Name) and func.value.id == "typing")
+        if is_cast and len(node.args) == 2 and not node.keywords:
+            value: ast.AST = self.visit(node.args[1])
+            return value
+        return self.generic_visit(node)
