@@ -177,10 +177,12 @@ def _provenance(top: Node, scenario: str) -> Provenance:
         listed.append(Service(role, service.get("real", "boolean"), service.get("name", "string"),
                                 service.opt("version", "string")))
     generated = node.get("generated", "string")
-    described = ", ".join(f"{s.role} {s.name} ({'real' if s.real else 'stand-in'})" for s in listed)
+    # each service as "role: name (real)", apart by semicolons: a name may hold commas of its own
+    described = "; ".join(f"{s.role.replace('_', ' ')}: {s.name} ({'real' if s.real else 'stand-in'})"
+                          for s in listed)
     return Provenance(
         published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
-        summary=f"project run: {described}; generated {generated}", decider=node.value.get("decider"),
+        summary=f"project run generated {generated}; {described}", decider=node.value.get("decider"),
         versions=node.opt("versions", "object", {}), commit=commit_said(node),
         claim=node.opt("claim", "object", {}), extra=extra, peers=node.opt("peers", "object", {}),
         load=load_said(node), cores=cores_said(node),

@@ -66,7 +66,8 @@ def _pair_sentence(spec: Spec, gate: str, base: str, pairs: list[tuple[Cell, Cel
     elif b_time > g_time * _TIME_RATIO:
         parts.append(f"{gate} is faster: {times}")
     else:
-        parts.append(f"they tie on time: {times}")
+        # name both: the sentence may open with the baseline, and the figures are the gate's first
+        parts.append(f"they tie on time: {gate} {times} for {base}")
     scope = f"On the {n} fault(s) both ran" if n > 1 else f"On the one fault both ran ({pairs[0][0].fault})"
     return f"{scope}, " + "; ".join(parts) + "."
 

@@ -270,3 +270,37 @@ def test_a_hostile_model_reason_renders_as_inert_text(browser, tmp_path):
         context.close()
     assert recorder.errors == []
     assert recorder.foreign(base) == []
+
+
+# Each outcome code of the results tables as the lines the browser laid it out in, one string per line.
+_OUTCOME_LINES = """() => Array.from(document.querySelectorAll('.interlock-results .interlock-outcome'), span => {
+  const lines = [];
+  const walker = document.createTreeWalker(span, NodeFilter.SHOW_TEXT);
+  let node, top = null;
+  while ((node = walker.nextNode())) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rect = range.getClientRects()[0];
+      if (!rect) continue;
+      if (top === null || Math.abs(rect.top - top) > 2) { lines.push(''); top = rect.top; }
+      lines[lines.length - 1] += node.data[i];
+    }
+  }
+  return lines;
+})"""
+
+
+def test_an_outcome_code_in_a_results_table_breaks_only_between_its_words(visit, site):
+    page, base, _ = visit
+    paths = [f"{p.parent.relative_to(site).as_posix()}/" for p in sorted((site / "scenarios").glob("*/index.html"))]
+    assert paths
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        for path in paths:
+            page.goto(base + path, wait_until="load")
+            laid_out = page.evaluate(_OUTCOME_LINES)
+            assert laid_out, path
+            split = [lines for lines in laid_out if any(not line.endswith(("_", ":")) for line in lines[:-1])]
+            assert split == [], (width, path, split[:3])

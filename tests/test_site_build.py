@@ -92,7 +92,7 @@ def test_with_no_result_files_the_site_shows_the_published_runs_and_says_no_loca
         page = (site / "scenarios" / f"published-{name}" / "index.html").read_text()
         assert "No local run is committed" in page
     gcp = html.unescape((site / "scenarios" / "published-gcp_resource" / "index.html").read_text())
-    assert "REFUSED:stale_premise_at_recovery" in gcp
+    assert "REFUSED:stale_premise_at_recovery" in gcp.replace("<wbr>", "")  # an outcome breaks only at its <wbr>s
 
 
 @needs_reference
@@ -209,7 +209,7 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     assert tables["rows"].rows == (("a", "0.2"),)
 
 
-def test_each_hazard_file_gets_its_own_column_and_section(tmp_path, monkeypatch):
+def test_each_hazard_file_gets_its_own_row_and_section(tmp_path, monkeypatch):
     import pipeline.build as build_module
 
     source = REPO / "results" / "reliability" / "explore_calendar.json"

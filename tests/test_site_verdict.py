@@ -66,3 +66,34 @@ def test_the_settle_note_names_the_ttl_control_beside_a_gate_that_frees_claims_a
     note = headline.settle_note([(side, None, {"kind": "flock per effect"})])
     assert note == ("Settling after a crash: this run, about 0.2\u00a0s each (a dead sender's claim is freed at once: "
                     "flock per effect), interlock_ttl about 10\u00a0s.")
+
+
+def test_a_slower_gate_whose_claims_free_at_once_is_not_said_to_have_waited_for_a_claim():
+    side = Side("this run", "stand-ins", False, (_o("a", "hand_check", seconds=0.3), _o("a", "interlock", seconds=0.5),
+                                                 _o("a", "interlock_ttl", seconds=30.1)))
+    note = headline.settle_note([(side, None, {"interlock": {"kind": "flock per effect (released by the kernel)"}})])
+    assert "waited for a dead sender's claim" not in note
+    assert note == ("Settling after a crash: this run, interlock about 0.5\u00a0s against about 0.3\u00a0s for "
+                    "hand_check (a dead sender's claim is freed at once: flock per effect), "
+                    "interlock_ttl about 30\u00a0s.")
+    unknown = headline.settle_note([(side, None, None)])  # no claim kind stated: the wait stays the likely reason
+    assert "it waited for a dead sender's claim" in unknown
+
+
+def test_the_raced_note_gives_each_share_to_one_decimal_as_the_table_does():
+    from types import SimpleNamespace
+
+    from pipeline.model import Tally
+
+    variants = (SimpleNamespace(name="no_check", slipped=Tally(109, 200)),
+                SimpleNamespace(name="interlock", slipped=Tally(13, 200)))
+    note = headline.raced_slips(SimpleNamespace(raced=SimpleNamespace(variants=variants)))
+    assert "109 of 200 (54.5%) for no_check, 13 of 200 (6.5%) for interlock" in note
+    assert "a system's last slot read" in note
+
+
+def test_a_tie_on_time_says_which_figure_is_the_gates_and_which_the_baselines():
+    pairs = [(_Cell("a", True, seconds=0.4), _Cell("a", True, seconds=0.6))]
+    text = _pair_sentence(GCP, "interlock", "hand_check", pairs)
+    assert text.startswith("On the one fault both ran (a), hand_check ties interlock")
+    assert "they tie on time: interlock about 0.4s from crash to settled against about 0.6s for hand_check." in text

@@ -12,6 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..model import Cell, Scenario, Tally
+from ..outcomes import CANNOT_SAY, LANDED, NOT_LANDED, REFUSED_PREFIX
 from .inert import inert
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +54,15 @@ def ident_path(value: str) -> Markup:
     if not _DOTTED.match(value):
         raise ValueError(f"not a dotted module path: {value!r}")
     return Markup(value)
+
+
+def wrap_points(value: str) -> Markup:
+    """An outcome code made inert, with a line-break point after each `_` and `:`, so a narrow column breaks it
+    between its words (REFUSED:stale_<wbr>premise) and never inside one."""
+    text = str(inert(value))
+    for mark in (str(inert("_")), str(inert(":"))):
+        text = text.replace(mark, mark + "<wbr>")
+    return Markup(text)
 
 
 def yes_no(value: bool | None) -> str:
@@ -109,7 +119,8 @@ def want_of(run: Scenario, fault: str) -> str:
     """What a fault wants, from the ground truth of its first cell (every cell of a fault wants the same)."""
     cell = next(c for c in run.cells if c.fault == fault)
     owner = f"; live object owned by {cell.truth.want_owner}" if cell.truth.want_owner else ""
-    return f"{cell.truth.want} agent write{'' if cell.truth.want == 1 else 's'}{owner}"
+    noun = "event" if cell.scenario == "calendar" else "write"  # the word the cells under it use
+    return f"{cell.truth.want} agent {noun}{'' if cell.truth.want == 1 else 's'}{owner}"
 
 
 def tally(value: Tally) -> str:
@@ -137,6 +148,12 @@ def truth_sources(run: Scenario) -> str:
     return "; ".join(dict.fromkeys(names.get(c.truth.source, c.truth.source) for c in run.cells))
 
 
+def outcome_words() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The judge's table of outcome strings, grouped by what each claims, for the pages that state the rule."""
+    return (("landed", tuple(sorted(LANDED))), ("not landed", (*sorted(NOT_LANDED), REFUSED_PREFIX + "*")),
+            ("cannot say", tuple(sorted(CANNOT_SAY))))
+
+
 def environment() -> jinja2.Environment:
     """Templates are Markdown with HTML blocks; autoescape plus the inert finalizer cover both languages."""
     env = jinja2.Environment(
@@ -150,9 +167,11 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         plain=plain, ident=ident, ident_path=ident_path, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark,
+        wrap_points=wrap_points,
         seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
         truth_sources=truth_sources, tally=tally,
         column_title=column_title, figure=figure,
     )
+    env.globals["outcome_words"] = outcome_words()
     return env

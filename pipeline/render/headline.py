@@ -133,10 +133,11 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
     if g is None or not timed:
         return None
     fastest, base = min(timed)
-    if g > fastest * _SLOWER:
+    kind = claim_kind(claim or {})
+    # a claim wait explains a slow gate only where claims outlive their holder: a stated TTL, or no claim kind known
+    if g > fastest * _SLOWER and (ttl or not kind):
         why = f"a SIGKILLed sender's {ttl:g} s claim TTL" if ttl else "it waited for a dead sender's claim"
         return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base} ({why})"
-    kind = claim_kind(claim or {})
     how = f" (a dead sender's claim is freed at once: {kind.split(',')[0].split(' (')[0]})" if kind else ""
     control = _median(side, f"{GATE}_ttl")  # the gate with claim liveness off, waiting out a TTL
     waited = f", {GATE}_ttl {_about(control)}" if control is not None else ""
@@ -164,11 +165,11 @@ def raced_slips(scenario: Scenario) -> str | None:
     """The raced-dispatch tally that qualifies the gate's calendar score: how often a racing event slipped in."""
     if scenario.raced is None:
         return None
-    parts = [f"{v.slipped.k} of {v.slipped.n} ({100 * v.slipped.k / v.slipped.n:.0f}%) for {v.name}"
+    parts = [f"{v.slipped.k} of {v.slipped.n} ({100 * v.slipped.k / v.slipped.n:.1f}%) for {v.name}"  # as the table
              for v in scenario.raced.variants if v.slipped.n]
     if not parts:
         return None
-    return ("Raced: a customer event landing between the gate's last slot read and its insert slipped in "
+    return ("Raced: a customer event landing between a system's last slot read and its insert slipped in "
             f"{', '.join(parts)}; Calendar has no conditional insert.")
 
 
