@@ -17,7 +17,7 @@ Calendar clients, which would take seconds of its start-up.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import anthropic
@@ -44,7 +44,7 @@ def storage_client() -> storage.Client:
     return storage.Client()
 
 
-def calendar_service():
+def calendar_service() -> Any:
     """The real google-api-python-client Calendar v3 service, built from its shipped discovery document."""
     from google.auth.credentials import AnonymousCredentials
     from google.oauth2 import service_account

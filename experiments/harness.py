@@ -122,7 +122,7 @@ class RunningWorker:
             self._output.close()
 
 
-def _exited_within(process: subprocess.Popen, timeout: float) -> bool:
+def _exited_within(process: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait for the exit, seeing it the moment it happens (a pidfd), not at Popen.wait's next 50 ms poll."""
     try:
         fd = os.pidfd_open(process.pid)
@@ -227,7 +227,7 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def provenance(script: str, services: dict[str, Any], decider: str, claim: dict[str, Any],
+def provenance(script: str, services: dict[str, Any], decider: str | None, claim: dict[str, Any],
                started: Code, load_at_start: float) -> dict[str, Any]:
     """What a result file says about how it was made: services real or stand-in, decider, versions, the commit
     the run started on (`started`) and how busy the machine was at its start and end (a count of runs inside the

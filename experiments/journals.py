@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from interlock._protocols import ClaimsLike, JournalLike
@@ -20,6 +20,9 @@ from interlock.addresses import is_postgres, safe_address
 from interlock.backends import open_journal
 from interlock.journal import Journal, encode
 from interlock.receipts import bundle
+
+if TYPE_CHECKING:
+    from interlock.pg import PgClaims, PgJournal
 
 JOURNAL_URL_ENV = "INTERLOCK_JOURNAL_URL"
 CONNECT_TIMEOUT_SECONDS = 10
@@ -62,8 +65,8 @@ def check(url: str | None) -> dict[str, Any]:
                               "(pip install .[postgres])") from None
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
-        journal, claims = open_journal(url, claim_ttl=CLAIM_TTL_SECONDS)
+            version = cast(tuple[Any, ...], conn.execute("SHOW server_version").fetchone())[0]  # SHOW: one row
+        journal, claims = cast("tuple[PgJournal, PgClaims]", open_journal(url, claim_ttl=CLAIM_TTL_SECONDS))
         claims.close()
         journal.close()
     except (psycopg.Error, ValueError) as exc:

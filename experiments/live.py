@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from experiments import clients
 from experiments.deciders import DEFAULT_MODEL, MODEL_ENV, SCRIPTED_MODEL
@@ -136,7 +137,7 @@ def _known_roles(roles: Iterable[str]) -> frozenset[str]:
     return chosen
 
 
-def offline_provenance() -> dict:
+def offline_provenance() -> dict[str, Any]:
     """Which stand-ins run, and which versions, labelled as stand-ins."""
     return {
         "object_store": {"real": False, "name": "fake-gcs-server (stand-in for Google Cloud Storage)",
@@ -152,7 +153,7 @@ def offline_provenance() -> dict:
     }
 
 
-def live_provenance() -> dict:
+def live_provenance() -> dict[str, Any]:
     """Which real services are used, naming the credential kinds and never their values."""
     return {
         "object_store": {"real": True, "name": "Google Cloud Storage JSON API", "version": "v1",
@@ -175,7 +176,7 @@ def sandbox_bucket_name() -> str:
 
 
 @contextlib.contextmanager
-def sandbox_bucket(client, versioned: bool = True) -> Iterator:
+def sandbox_bucket(client: Any, versioned: bool = True) -> Iterator[Any]:
     """A fresh sandbox bucket for one run, deleted with every generation afterwards.
 
     On the stand-in each cleanup call gets one try and a short timeout: a stand-in that is gone took its in-memory

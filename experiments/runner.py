@@ -55,7 +55,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from experiments import crash, harness, journals, live, peers, planted
 from experiments.atomic import write_json
@@ -199,7 +199,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print its usage block too
+    def error(self, message: str) -> NoReturn:  # argparse would print its usage block too
         raise UsageError(message)
 
 

@@ -12,9 +12,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from experiments.atomic import write_json
+
+if TYPE_CHECKING:
+    from interlock._protocols import ClaimLike, ClaimsLike
 
 TTL_SECONDS = 30.0
 _POLL_SECONDS = 0.01
@@ -23,7 +26,7 @@ _POLL_SECONDS = 0.01
 class TtlClaim:
     """A held claim that records its release, so the next holder knows it need not wait out the TTL."""
 
-    def __init__(self, inner: Any, record: Path):
+    def __init__(self, inner: ClaimLike, record: Path):
         self.inner, self.record = inner, record
         self.effect_id, self.epoch = inner.effect_id, inner.epoch
 
@@ -46,7 +49,7 @@ class TtlClaim:
 class TtlClaims:
     """Wraps claims (`inner`); an acquire waits until an unreleased earlier claim's TTL has run out."""
 
-    def __init__(self, inner: Any, directory: str | os.PathLike[str], ttl: float = TTL_SECONDS):
+    def __init__(self, inner: ClaimsLike, directory: str | os.PathLike[str], ttl: float = TTL_SECONDS):
         self.inner, self.directory, self.ttl = inner, Path(directory), ttl
         self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -67,6 +70,6 @@ class TtlClaims:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return {}

@@ -6,6 +6,7 @@ What each row wants the calendar to hold afterwards is the pipeline's fault cata
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from experiments import crash
 from experiments.runner import Fault
@@ -21,7 +22,7 @@ class CalendarFault(Fault):
     outage_action: str = "none"
 
 
-def _row(crash_point: str, action: str, **how: object) -> CalendarFault:
+def _row(crash_point: str, action: str, **how: Any) -> CalendarFault:
     return CalendarFault(f"{crash_point}/{action}", crash_point=crash_point, outage_action=action, **how)
 
 

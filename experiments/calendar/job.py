@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from experiments.atomic import write_json
 from experiments.calendar.request import read_request
@@ -56,7 +56,7 @@ class Job:
         """
         path = self.directory / DECISION_FILE
         if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))
+            return cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
         from experiments.deciders import decider_from_env, persisted_decision
 
         def decide() -> dict[str, Any]:

@@ -23,7 +23,7 @@ import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from interlock import effect_id_for
 
@@ -89,7 +89,7 @@ class Trials:
         write_request(case / REQUEST_FILE, new_request(request_id, slot[0]))
         job = Job(case, system, DECIDE, self.service)
         decision = job.decision()
-        stamp, customer = CheckStamp(), {}
+        stamp, customer = CheckStamp(), cast(dict[str, Any], {})  # the customer insert's record, filled in by _race
         racer = None if offset is None else threading.Thread(target=self._race, args=(offset, slot, customer))
         started = time.time()
         if racer is not None:

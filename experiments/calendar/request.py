@@ -6,7 +6,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from experiments.atomic import write_json
 
@@ -31,7 +31,7 @@ def new_request(request_id: str, slot_start: str) -> dict[str, Any]:
 
 def read_request(path: Path) -> dict[str, Any]:
     """The request as the booking system holds it now."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return cast(dict[str, Any], json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def write_request(path: Path, request: dict[str, Any]) -> None:

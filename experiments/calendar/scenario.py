@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from interlock import effect_id_for
 from interlock.targets.calendar import retired
@@ -40,6 +40,9 @@ from experiments.calendar.service import get_event, slot_events
 from experiments.calendar.systems import CLAIM_WAIT_SECONDS, SYSTEMS
 from experiments.runner import BEFORE, CRASH_MARKER, OUTAGE, PAUSED, Case, Scenario, worker_env
 from experiments.ttl_claims import TTL_SECONDS
+
+if TYPE_CHECKING:
+    from experiments.services.calendar_standin import CalendarStandin
 
 RACED_TRIALS = 200
 RACED_TIMEOUT_SECONDS = 1800.0
@@ -78,7 +81,7 @@ class Calendar(Scenario):
     roles = (live.CALENDAR, live.MODEL)
     systems = DEFAULT_SYSTEMS
     extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
-    controls = CONTROLS
+    controls = cast(dict[str, tuple[str, ...]], CONTROLS)
     faults = FAULTS
     fault_type = CalendarFault
     journal_file = JOURNAL_FILE
@@ -93,7 +96,7 @@ class Calendar(Scenario):
     @classmethod
     def full(cls, args: argparse.Namespace) -> bool:
         """Another number of raced trials than the default makes a reduced run."""
-        return args.live or args.raced_trials == RACED_TRIALS
+        return cast(bool, args.live or args.raced_trials == RACED_TRIALS)
 
     @contextlib.contextmanager
     def open(self) -> Iterator[None]:
@@ -139,8 +142,8 @@ class Calendar(Scenario):
     def arm_cut(self, case: Case) -> None:
         """The stand-in stores the agent's insert, then resets the connection before the answer."""
         ours = case.ids["agent_event_id"]
-        self.services.calendar.cut_next(lambda e: e["method"] == "insert" and e["event_id"] == ours
-                                        and e["status"] == 200)
+        cast("CalendarStandin", self.services.calendar).cut_next(
+            lambda e: e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200)
 
     def _customer(self, case: Case, when: str) -> dict[str, Any]:
         """A person puts an event on the slot; what was there just before is kept for the double-booking rule."""
@@ -154,7 +157,7 @@ class Calendar(Scenario):
 
     def act(self, case: Case, moment: str) -> dict[str, Any] | None:
         """The customer takes the slot, or the request is cancelled, at the moment the row says."""
-        action = case.fault.outage_action
+        action = cast(CalendarFault, case.fault).outage_action
         if moment == BEFORE and action == PRE_BUSY:
             return self._customer(case, "before the first worker")
         if moment == PAUSED and action == RACED_BUSY:
@@ -191,12 +194,12 @@ class Calendar(Scenario):
     def slow_writes(self, case: Case, seconds: float) -> None:
         """The stand-in holds each insert of the agent's event for `seconds` before it stores it."""
         ours = case.ids["agent_event_id"]
-        self.services.calendar.delays.slow(ours, lambda r: r["method"] == "insert" and r["event_id"] == ours,
-                                           seconds)
+        cast("CalendarStandin", self.services.calendar).delays.slow(
+            ours, lambda r: r["method"] == "insert" and r["event_id"] == ours, seconds)
 
     def held_writes(self, case: Case) -> list[dict[str, Any]]:
         """The agent inserts the stand-in held so far."""
-        return self.services.calendar.delays.arrivals(case.ids["agent_event_id"])
+        return cast("CalendarStandin", self.services.calendar).delays.arrivals(case.ids["agent_event_id"])
 
     def release(self, case: Case) -> None:
         """Stop holding the event's inserts."""
@@ -207,7 +210,8 @@ class Calendar(Scenario):
         """The published `outage` record: what the world did, or the connection cut the stand-in logged."""
         if case.fault.cut:
             ours = case.ids["agent_event_id"]
-            cut = [e for e in self.services.calendar.write_log() if e["cut"] and e["event_id"] == ours]
+            cut = [e for e in cast("CalendarStandin", self.services.calendar).write_log()
+                   if e["cut"] and e["event_id"] == ours]
             return {"connection_cut": cut[0] if cut else None,
                     "when": "after the stand-in stored the insert, before the worker read the answer"}
         return next((record for record in (case.actions.get(m) for m in (BEFORE, PAUSED, OUTAGE)) if record), None)
@@ -220,7 +224,8 @@ class Calendar(Scenario):
         result = files.get(RESULT_FILE)
         result = result if isinstance(result, dict) else None
         crashed = case.crashed_at is not None
-        note = f"crash injected: SIGKILL at {case.fault.kill_at} (pid {case.first.pid})\n" if crashed else ""
+        note = (f"crash injected: SIGKILL at {case.fault.kill_at} (pid {cast(harness.WorkerRun, case.first).pid})\n"
+                if crashed else "")
         log = files.get(LOG_FILE, "")
         bundle = result.get("receipt_bundle") if result and case.system in GATED else None
         emulated = EMULATED if self.args.live else (
@@ -228,8 +233,8 @@ class Calendar(Scenario):
             f"decider is {SCRIPTED_MODEL} (no model)")
         first_result = case.first_files.get(RESULT_FILE)
         return {
-            "crash_point": case.fault.crash_point,
-            "outage_action": case.fault.outage_action,
+            "crash_point": cast(CalendarFault, case.fault).crash_point,
+            "outage_action": cast(CalendarFault, case.fault).outage_action,
             "request_id": case.ids["request_id"],
             "slot_start": case.ids["slot_start"],
             "slot_end": case.ids["slot_end"],
@@ -245,7 +250,8 @@ class Calendar(Scenario):
                 "result_file": result,
                 "first_result_file": first_result if isinstance(first_result, dict) else None,
                 "request_file": files.get(REQUEST_FILE),
-                "worker_output": [case.first.output, case.restart.output],
+                "worker_output": [cast(harness.WorkerRun, case.first).output,
+                                  cast(harness.WorkerRun, case.restart).output],
                 "case_files": {name: value for name, value in files.items() if name not in KEPT_ELSEWHERE
                                and not (name == JOURNAL_FILE and bundle and value == bundle.get("entries"))},
             },
@@ -263,7 +269,8 @@ class Calendar(Scenario):
                 "--systems", ",".join(systems), "--trials", str(self.args.raced_trials), "--seed", str(seed)]
         worker = harness.run_worker("experiments.calendar.raced", args, worker_env(None), RACED_TIMEOUT_SECONDS)
         rows = harness.collect_artifacts(directory).get(TRIALS_FILE, [])
-        inserts = {e["event_id"]: e for e in self.services.calendar.write_log() if e["method"] == "insert"}
+        inserts = {e["event_id"]: e for e in cast("CalendarStandin", self.services.calendar).write_log()
+                   if e["method"] == "insert"}
         trials = [{**row, "agent_insert": inserts.get(row["event_id"]),
                    "customer_insert": inserts.get(row.get("customer_event")),
                    "events_after": self._events(row["slot_start"], row["slot_end"])} for row in rows]

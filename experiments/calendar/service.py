@@ -6,7 +6,7 @@ INTERLOCK_CALENDAR_URL is set, Google Calendar otherwise); these are the scenari
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 def slot_events(service: Any, calendar_id: str, start: str, end: str) -> list[dict[str, Any]]:
@@ -24,8 +24,8 @@ def slot_events(service: Any, calendar_id: str, start: str, end: str) -> list[di
 
 def busy_periods(service: Any, calendar_id: str, start: str, end: str) -> list[dict[str, str]]:
     """freeBusy on the slot: the busy periods the baselines check before booking."""
-    answer = service.freebusy().query(body={"timeMin": start, "timeMax": end, "items": [{"id": calendar_id}]}
-                                      ).execute(num_retries=0)
+    answer: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = service.freebusy().query(
+        body={"timeMin": start, "timeMax": end, "items": [{"id": calendar_id}]}).execute(num_retries=0)
     return next(iter(answer.get("calendars", {}).values()), {}).get("busy", [])
 
 
@@ -34,7 +34,8 @@ def get_event(service: Any, calendar_id: str, event_id: str) -> dict[str, Any] |
     from googleapiclient.errors import HttpError
 
     try:
-        return service.events().get(calendarId=calendar_id, eventId=event_id).execute(num_retries=0)
+        return cast(dict[str, Any],
+                    service.events().get(calendarId=calendar_id, eventId=event_id).execute(num_retries=0))
     except HttpError as exc:
         if exc.resp.status in (404, 410):
             return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import httplib2
 from googleapiclient.errors import HttpError
@@ -75,7 +75,7 @@ def _send(job: Job, body: dict[str, Any], hook: Hooks) -> None:
 
 
 def _conflict(exc: HttpError) -> bool:
-    return exc.resp.status == 409
+    return cast(int, exc.resp.status) == 409
 
 
 def no_check(job: Job, decision: dict[str, Any], hook: Hooks) -> dict[str, Any]:

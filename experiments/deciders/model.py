@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from experiments.clients import anthropic_client
 from experiments.deciders.tools import (BOOK_CALL, GET_CONFIG, ROLLBACK_CONFIG, DecisionRejected, check_booking,
@@ -31,9 +31,9 @@ class AnthropicDecider:
         self.model = model
         self._client = client or anthropic_client()
 
-    def decide_rollback(self, case: dict, get_config: Callable[[], dict]) -> dict:
+    def decide_rollback(self, case: dict[str, Any], get_config: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Two turns: the model calls get_config, reads the answer, then calls rollback_config."""
-        messages: list[dict] = [{"role": "user", "content": case["incident"]}]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": case["incident"]}]
         tools = [GET_CONFIG, ROLLBACK_CONFIG]
         read, _ = self._forced(_ROLLBACK_SYSTEM, messages, tools, "get_config")
         config = get_config()
@@ -46,7 +46,7 @@ class AnthropicDecider:
         return {"to_version": to_version, "reason": reason, "generation": str(config["generation"]),
                 "model": answered_model, "tool_call": dict(call.input)}
 
-    def decide_booking(self, request: dict) -> dict:
+    def decide_booking(self, request: dict[str, Any]) -> dict[str, Any]:
         """One turn: the model calls book_call for the request's text."""
         messages = [{"role": "user", "content": request["text"]}]
         call, answered_model = self._forced(_BOOKING_SYSTEM, messages, [BOOK_CALL], "book_call")
@@ -54,10 +54,13 @@ class AnthropicDecider:
         return {"start": start, "end": end, "summary": summary, "model": answered_model,
                 "tool_input": dict(call.input)}
 
-    def _forced(self, system: str, messages: list[dict], tools: list[dict], name: str) -> tuple[Any, str]:
+    def _forced(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                name: str) -> tuple[Any, str]:
         """One Messages call that must answer with a call of tool `name`; also the model id the API answered with."""
         answer = self._client.messages.create(
-            model=self.model, max_tokens=_MAX_TOKENS, system=system, messages=messages, tools=tools,
+            model=self.model, max_tokens=_MAX_TOKENS, system=system,
+            messages=cast("list[anthropic.types.MessageParam]", messages),
+            tools=cast("list[anthropic.types.ToolUnionParam]", tools),
             tool_choice={"type": "tool", "name": name},
         )
         calls = [block for block in answer.content if block.type == "tool_use" and block.name == name]
@@ -66,6 +69,6 @@ class AnthropicDecider:
         return calls[0], answer.model
 
 
-def _as_param(block) -> dict:
+def _as_param(block: anthropic.types.ToolUseBlock) -> dict[str, Any]:
     """The assistant's tool_use block as it must be sent back in the next turn."""
     return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}

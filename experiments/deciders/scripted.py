@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from experiments.deciders.tools import BOOKING_MINUTES, ROLLBACK_TARGET, check_booking, check_rollback
 
@@ -17,7 +18,7 @@ class ScriptedDecider:
 
     model = MODEL
 
-    def decide_rollback(self, case: dict, get_config: Callable[[], dict]) -> dict:
+    def decide_rollback(self, case: dict[str, Any], get_config: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """get_config, then rollback_config to v41 with a fixed reason naming the case's incident."""
         generation = str(get_config()["generation"])
         tool_call = {"to_version": ROLLBACK_TARGET, "reason": ROLLBACK_REASON.format(incident_id=case["incident_id"])}
@@ -25,7 +26,7 @@ class ScriptedDecider:
         return {"to_version": to_version, "reason": reason, "generation": generation, "model": MODEL,
                 "tool_call": tool_call}
 
-    def decide_booking(self, request: dict) -> dict:
+    def decide_booking(self, request: dict[str, Any]) -> dict[str, Any]:
         """book_call on the requested slot for 30 minutes with a fixed title."""
         tool_input = {"start": request["slot_start"], "duration_minutes": BOOKING_MINUTES, "summary": BOOKING_SUMMARY}
         start, end, summary = check_booking(request, tool_input)

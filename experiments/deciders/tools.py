@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any, cast
 
 ROLLBACK_TARGET = "v41"
 BOOKING_MINUTES = 30
@@ -43,7 +44,7 @@ class DecisionRejected(ValueError):
     """The tool call does not do what the case allows; nothing may be sent on it."""
 
 
-def check_rollback(tool_input: dict) -> tuple[str, str]:
+def check_rollback(tool_input: dict[str, Any]) -> tuple[str, str]:
     """The only approved change is the rollback to v41, with a reason to show."""
     to_version = tool_input.get("to_version")
     reason = tool_input.get("reason")
@@ -54,7 +55,7 @@ def check_rollback(tool_input: dict) -> tuple[str, str]:
     return to_version, reason
 
 
-def check_booking(request: dict, tool_input: dict) -> tuple[str, str, str]:
+def check_booking(request: dict[str, Any], tool_input: dict[str, Any]) -> tuple[str, str, str]:
     """The booking must be the requested slot, 30 minutes, with a title; returns (start, end, summary)."""
     slot_start = request["slot_start"]
     start = tool_input.get("start")
@@ -66,7 +67,7 @@ def check_booking(request: dict, tool_input: dict) -> tuple[str, str, str]:
         raise DecisionRejected(f"book_call.duration_minutes is {duration!r}; the request asks for {BOOKING_MINUTES}")
     if not isinstance(summary, str) or not summary.strip():
         raise DecisionRejected("book_call.summary is missing or empty")
-    end = _instant(slot_start) + timedelta(minutes=BOOKING_MINUTES)
+    end = cast(datetime, _instant(slot_start)) + timedelta(minutes=BOOKING_MINUTES)  # the request's slot: RFC3339 UTC
     return slot_start, end.strftime("%Y-%m-%dT%H:%M:%SZ"), summary
 
 

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from experiments import crash
 from experiments.atomic import write_json
@@ -64,11 +64,11 @@ class Ledger:
 
     def version(self) -> int:
         """The account's version now (every applied write bumps it)."""
-        return _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["version"]
+        return cast(int, _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["version"])
 
     def writer(self) -> str | None:
         """Who wrote the account last."""
-        return _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["writer"]
+        return cast(str | None, _call("GET", f"{self.endpoint}/resources/{self.resource}")[1]["writer"])
 
     def put(self, effect_id: str, epoch: int | None = None, if_match: int | None = None) -> dict[str, Any]:
         """Post the entry; the service's record of it (a dedupe's refusal carries the record already there).
@@ -81,7 +81,7 @@ class Ledger:
         status, answer = _call("PUT", f"{self.endpoint}/effects/{effect_id}",
                                {"resource": self.resource, "amount": self.amount, "agent": AGENT}, headers)
         if status == 409 and isinstance(answer.get("record"), dict):
-            return answer["record"]
+            return cast(dict[str, Any], answer["record"])
         if status != 200:
             raise Rejected(f"ledger answered {status}: {answer.get('error')}", precondition=status == 412)
         return answer
@@ -100,7 +100,7 @@ class Ledger:
 
 def lease_live(case_dir: Path) -> bool:
     """The authorization stands while lease.json says live."""
-    return json.loads((case_dir / LEASE_FILE).read_text())["status"] == "live"
+    return cast(bool, json.loads((case_dir / LEASE_FILE).read_text())["status"] == "live")
 
 
 def _planted(point: str) -> bool:
@@ -165,7 +165,7 @@ def baseline(system: str, phase: str, case_dir: Path, case: dict[str, Any], ledg
         write_json(job_path, {"effect_id": case["effect_id"], "decided_version": case["decided_version"]})
     job = json.loads(job_path.read_text())
     if "done" in job:
-        return job["done"]
+        return cast(str, job["done"])
     if system == "hand_check":
         if ledger.find(job["effect_id"]) is not None:
             return _done(case_dir, system, phase, job, "ALREADY_APPLIED")

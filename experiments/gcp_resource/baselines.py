@@ -15,7 +15,7 @@ import json
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from google.api_core.exceptions import NotFound, PreconditionFailed
 from google.cloud import storage
@@ -47,7 +47,7 @@ class JobQueue:
 
     def take(self) -> dict[str, Any]:
         """The message, delivered again and again until `ack`."""
-        return read_json(self.path)
+        return cast(dict[str, Any], read_json(self.path))
 
     def ack(self, message: dict[str, Any], outcome: str, ids: dict[str, Any]) -> None:
         """Mark the message done with what the delivery found."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 INCIDENT_ID = "INC-2207"
 AGENT = "sre-agent"
@@ -72,4 +72,4 @@ class IncidentLease:
 
     def is_live(self) -> bool:
         """An incident that is no longer open withdraws the approval of the rollback."""
-        return self.describe()["status"] == "open"
+        return cast(bool, self.describe()["status"] == "open")

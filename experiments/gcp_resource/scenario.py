@@ -15,7 +15,7 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from interlock import effect_id_for
 
@@ -29,6 +29,9 @@ from experiments.gcp_resource.gated import CLAIM_WAIT_SECONDS, INTERLOCK_TTL
 from experiments.gcp_resource.systems import SYSTEMS
 from experiments.runner import OUTAGE, PAUSED, Case, Scenario
 from experiments.ttl_claims import TTL_SECONDS
+
+if TYPE_CHECKING:
+    from experiments.services.gcs_proxy import RecordingProxy
 
 RECORDS = {
     "no_check": "log.jsonl: a line before each upload (it checks nothing) and one with its result",
@@ -66,7 +69,7 @@ class GcpResource(Scenario):
     roles = (live.OBJECT_STORE, live.MODEL)
     systems = DEFAULT_SYSTEMS
     extra_systems = tuple(name for name in SYSTEMS if name not in DEFAULT_SYSTEMS and name not in CONTROLS)
-    controls = CONTROLS
+    controls = cast(dict[str, tuple[str, ...]], CONTROLS)
     faults = FAULTS
     fault_type = GcpFault
     journal_file = JOURNAL_FILE
@@ -98,7 +101,7 @@ class GcpResource(Scenario):
         """v42 by the human's deploy, the open incident, and the decision made on the live object."""
         from experiments.deciders import persisted_decision
 
-        bucket, name = self.buckets[case.fault.versioned], object_name(case.fault.name, case.system)
+        bucket, name = self.buckets[cast(GcpFault, case.fault).versioned], object_name(case.fault.name, case.system)
         seeded = self._upload(bucket, name, "v42", HUMAN_DEPLOY, if_generation_match=0)
         shown = {"bucket": bucket, "object": name, "incident_id": INCIDENT_ID, "incident": incident_text(bucket, name)}
         write_json(case.directory / CASE_FILE, shown)
@@ -119,14 +122,14 @@ class GcpResource(Scenario):
     def arm_cut(self, case: Case) -> None:
         """The proxy cuts the answer of the next agent upload of this object that the store commits."""
         name = case.ids["object"]
-        self.services.gcs_proxy.cut_next(
+        cast("RecordingProxy", self.services.gcs_proxy).cut_next(
             lambda e: e.get("method") == "POST" and e.get("object") == name and e.get("status") == 200
             and (e.get("metadata") or {}).get(WRITER_KEY) == "agent")
 
     def act(self, case: Case, moment: str) -> dict[str, Any] | None:
         """The human uploads v43 with no precondition, at the moment the fault says."""
         when = {OUTAGE: "outage", PAUSED: "recovery"}.get(moment)
-        if when is None or case.fault.redeploy != when:
+        if when is None or cast(GcpFault, case.fault).redeploy != when:
             return None
         return self.perform(case, "human_write", when)
 
@@ -155,13 +158,13 @@ class GcpResource(Scenario):
     def slow_writes(self, case: Case, seconds: float) -> None:
         """The proxy holds each agent upload of the object for `seconds` before relaying it to the store."""
         name = case.ids["object"]
-        self.services.gcs_proxy.delays.slow(
+        cast("RecordingProxy", self.services.gcs_proxy).delays.slow(
             name, lambda r: r["method"] == "POST" and r["object"] == name
             and (r.get("metadata") or {}).get(WRITER_KEY) == AGENT_WRITER, seconds)
 
     def held_writes(self, case: Case) -> list[dict[str, Any]]:
         """The agent uploads the proxy held so far."""
-        return self.services.gcs_proxy.delays.arrivals(case.ids["object"])
+        return cast("RecordingProxy", self.services.gcs_proxy).delays.arrivals(case.ids["object"])
 
     def release(self, case: Case) -> None:
         """Stop holding the object's uploads."""
@@ -181,7 +184,7 @@ class GcpResource(Scenario):
                           key=lambda b: b.generation)
         found = {"gcs_live_raw": dict(current._properties) if current else None,
                  "gcs_versions_raw": [dict(b._properties) for b in versions]}
-        if self.services.gcs_proxy is not None and (case.fault.cut or not case.fault.versioned):
+        if self.services.gcs_proxy is not None and (case.fault.cut or not cast(GcpFault, case.fault).versioned):
             found["write_log"] = [e for e in self.services.gcs_proxy.write_log()
                                   if e.get("object") == name and e.get("method") != "GET"]
         return found
@@ -194,10 +197,10 @@ class GcpResource(Scenario):
         artifacts.update(harness.collect_artifacts(case.directory))
         artifacts.setdefault("log.jsonl", [])
         artifacts.setdefault("journal.jsonl", [])
-        artifacts["worker_decide.out"] = case.first.output
-        artifacts["worker_restart.out"] = case.restart.output
+        artifacts["worker_decide.out"] = cast(harness.WorkerRun, case.first).output
+        artifacts["worker_restart.out"] = cast(harness.WorkerRun, case.restart).output
         decision = artifacts[DECISION_FILE]
-        fault = case.fault
+        fault = cast(GcpFault, case.fault)
         return {
             "record": RECORDS.get(case.system),
             "ids": case.ids,

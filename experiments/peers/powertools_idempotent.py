@@ -21,7 +21,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -30,6 +30,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (IdempotencyA
 from aws_lambda_powertools.utilities.idempotency.persistence.redis import RedisCachePersistenceLayer
 
 from experiments.peers.job import IN_PROGRESS, POWERTOOLS_IDEMPOTENT, VALIDATION_ERROR, PeerJob, Send
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency.hook import IdempotentHookFunction
+    from aws_lambda_powertools.utilities.idempotency.persistence.redis import RedisClientProtocol
+    from aws_lambda_powertools.utilities.typing import LambdaContext as RuntimeContext
 
 FUNCTION_NAME = "interlock-peer-job"
 KEY_PREFIX = f"{FUNCTION_NAME}.send_write"
@@ -56,13 +61,15 @@ class LambdaContext:
 
 def store(redis_url: str) -> RedisCachePersistenceLayer:
     """The Redis persistence layer on the run's redis-server, with a client as the documentation builds one."""
-    return RedisCachePersistenceLayer(client=redis.Redis.from_url(redis_url, decode_responses=True))
+    return RedisCachePersistenceLayer(
+        client=cast("RedisClientProtocol", redis.Redis.from_url(redis_url, decode_responses=True)))
 
 
 def config() -> IdempotencyConfig:
     """The idempotency settings above; a fresh object per handler, since registering a context mutates it."""
     return IdempotencyConfig(event_key_jmespath="job_id", payload_validation_jmespath="request",
-                             raise_on_no_idempotency_key=True, response_hook=_replayed)
+                             raise_on_no_idempotency_key=True,
+                             response_hook=cast("IdempotentHookFunction", _replayed))
 
 
 def _replayed(response: dict[str, Any], record: Any) -> dict[str, Any]:
@@ -78,14 +85,15 @@ def handler_for(send: Send, persistence: RedisCachePersistenceLayer,
     """
     os.environ["AWS_LAMBDA_FUNCTION_NAME"] = FUNCTION_NAME  # what the runtime sets; part of the idempotency key
 
-    @idempotent_function(data_keyword_argument="event", persistence_store=persistence, config=settings,
-                         key_prefix=KEY_PREFIX)
+    @cast("Callable[[Callable[[dict[str, Any]], dict[str, Any]]], Callable[..., dict[str, Any]]]",
+          idempotent_function(data_keyword_argument="event", persistence_store=persistence, config=settings,
+                              key_prefix=KEY_PREFIX))
     def send_write(event: dict[str, Any]) -> dict[str, Any]:
         outcome, ids = send(event["request"])
         return {"outcome": outcome, "ids": ids}
 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        settings.register_lambda_context(context)
+        settings.register_lambda_context(cast("RuntimeContext", context))  # the stand-in has the fields it reads
         return send_write(event=event)
 
     return handler
@@ -133,7 +141,7 @@ def _wait_for_in_progress_expiry(persistence: RedisCachePersistenceLayer, event:
 def _key(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> str:
     """The store's own key derivation (its get_record would also validate the payload, which fails on a COMPLETED
     record: the Redis layer drops the validation hash when it marks a record COMPLETED)."""
-    return persistence._get_hashed_idempotency_key(event)
+    return cast(str, persistence._get_hashed_idempotency_key(event))  # None only without a key, which raises here
 
 
 def _stored(persistence: RedisCachePersistenceLayer, event: dict[str, Any]) -> dict[str, Any] | None:
@@ -149,5 +157,5 @@ def record(job_id: str, redis_url: str) -> dict[str, Any]:
     event = {"job_id": job_id}  # the key is derived from the job id alone (event_key_jmespath)
     key = _key(persistence, event)
     return {"peer": POWERTOOLS_IDEMPOTENT, "store": "redis", "idempotency_key": key, "job_id": job_id,
-            "value": _stored(persistence, event), "ttl_seconds": persistence.client.ttl(key),
+            "value": _stored(persistence, event), "ttl_seconds": cast(redis.Redis, persistence.client).ttl(key),
             "lock": persistence.client.get(f"{key}:lock"), "read_at": time.time()}

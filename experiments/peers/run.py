@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from experiments import harness
 from experiments.atomic import write_json
@@ -32,7 +32,7 @@ def _peer(system: str) -> Any:
 def _backend(system: str, case_dir: Path) -> str:
     """DBOS's system database (the run's PostgreSQL journal, else SQLite beside the cell), or the run's Redis."""
     if system == DBOS_STEP:
-        return _peer(system).system_database_url(case_dir, os.environ.get(JOURNAL_URL_ENV))
+        return cast(str, _peer(system).system_database_url(case_dir, os.environ.get(JOURNAL_URL_ENV)))
     url = os.environ.get(REDIS_URL_ENV)
     if not url:
         raise RuntimeError(f"{REDIS_URL_ENV} is not set: the Powertools peer needs the run's redis-server")
@@ -45,7 +45,7 @@ def run_peer(system: str, phase: str, case_dir: Path, job: PeerJob) -> tuple[str
     write_json(Path(case_dir) / KEY_FILE, {"system": system, "job_id": job.job_id})
     found = peer.record(job.job_id, backend) if phase == "restart" else None
     try:
-        return peer.run(phase, job, backend)
+        return cast(tuple[str, dict[str, Any]], peer.run(phase, job, backend))
     finally:
         write_json(Path(case_dir) / record_file(phase), {"found": found, "left": peer.record(job.job_id, backend)})
 

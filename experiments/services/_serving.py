@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 Predicate = Callable[[dict], bool]
 T = TypeVar("T")
@@ -29,7 +29,7 @@ def free_port() -> int:
     """A port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        return cast(int, probe.getsockname()[1])  # AF_INET: (host, port)
 
 
 def on_a_free_port(start: Callable[[int], T]) -> T:
@@ -84,7 +84,8 @@ class _LoopbackServer(ThreadingHTTPServer):
         self.error_log = error_log
         self._error_lock = threading.Lock()
 
-    def handle_error(self, request: socket.socket, client_address: tuple) -> None:
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
+                     client_address: tuple[str, int]) -> None:
         """A failed exchange goes to the server's error log, not into the output of the process hosting it.
 
         The expected ones are a client SIGKILLed mid-exchange (connection reset) and, for the proxy, an upstream
@@ -97,7 +98,7 @@ class _LoopbackServer(ThreadingHTTPServer):
         with self._error_lock, open(self.error_log, "a") as log:
             log.write(line)
 
-    def get_request(self) -> tuple[socket.socket, tuple]:
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         """Answers go out as headers then body; without TCP_NODELAY, Nagle holds the body for a delayed ACK."""
         connection, address = super().get_request()
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -139,7 +140,7 @@ class Cuts:
         with self._lock:
             self._pending.append(predicate)
 
-    def take(self, entry: dict) -> bool:
+    def take(self, entry: dict[str, Any]) -> bool:
         """Consume and report the first armed cut that matches this entry."""
         with self._lock:
             for index, predicate in enumerate(self._pending):
@@ -156,7 +157,7 @@ class Delays:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rules: dict[str, tuple[Predicate, float]] = {}
-        self._arrivals: dict[str, list[dict]] = {}
+        self._arrivals: dict[str, list[dict[str, Any]]] = {}
 
     def slow(self, key: str, predicate: Predicate, seconds: float) -> None:
         """Hold every request that satisfies `predicate` for `seconds` before it lands, until `forget(key)`."""
@@ -170,13 +171,13 @@ class Delays:
             self._rules.pop(key, None)
             self._arrivals.pop(key, None)
 
-    def arrivals(self, key: str) -> list[dict]:
+    def arrivals(self, key: str) -> list[dict[str, Any]]:
         """The requests the rule held so far: `{"arrived": epoch seconds, "landed": bool}` each, oldest first."""
         with self._lock:
             return [dict(a) for a in self._arrivals.get(key, [])]
 
     @contextlib.contextmanager
-    def hold(self, request: dict) -> Iterator[float | None]:
+    def hold(self, request: dict[str, Any]) -> Iterator[float | None]:
         """Wait out the delay of the rule `request` meets, then let the block land it; yields when it arrived
         (None: no rule held it). The wait goes on whether or not the client is still there."""
         with self._lock:

@@ -113,7 +113,7 @@ def _wait_until_answering(process: subprocess.Popen[bytes], endpoint: str, log_p
     raise RuntimeError(f"{NAME} did not answer on {endpoint} within {_READY_SECONDS:.0f}s; see {log_path}")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM by pid, then SIGKILL if it lingers; always reap it."""
     if process.poll() is None:
         os.kill(process.pid, signal.SIGTERM)

@@ -28,9 +28,13 @@ import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from experiments.services._serving import (Cuts, Delays, Predicate, error_log_beside, loopback_server,
                                            reset_connection, serving)
+
+if TYPE_CHECKING:
+    from email.message import Message
 
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 
@@ -48,26 +52,26 @@ class RecordingProxy:
         self.delays = Delays()
         self._lock = threading.Lock()
         self._seq = 0
-        self._by_object: dict[str, list[dict]] = {}
+        self._by_object: dict[str, list[dict[str, Any]]] = {}
         self.endpoint = ""
 
     def cut_next(self, predicate: Predicate) -> None:
         """Cut the connection of the next exchange whose log entry (without `cut`) satisfies `predicate`."""
         self._cuts.cut_next(predicate)
 
-    def write_log(self) -> list[dict]:
+    def write_log(self) -> list[dict[str, Any]]:
         """Every logged exchange so far, oldest first."""
         with self._lock:
             if not self.log_path.exists():
                 return []
             return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
 
-    def exchanges_of(self, name: str) -> list[dict]:
+    def exchanges_of(self, name: str) -> list[dict[str, Any]]:
         """The logged exchanges that name this object, oldest first (without reading the whole log again)."""
         with self._lock:
             return [dict(entry) for entry in self._by_object.get(name, [])]
 
-    def record(self, entry: dict) -> dict:
+    def record(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Number the entry, decide whether it is cut, and append it to the log."""
         with self._lock:
             self._seq += 1
@@ -80,8 +84,8 @@ class RecordingProxy:
         return entry
 
 
-def _describe(method: str, target: str, request_headers: http.client.HTTPMessage, request_body: bytes | None,
-              status: int, headers: http.client.HTTPMessage, body: bytes) -> dict:
+def _describe(method: str, target: str, request_headers: Message, request_body: bytes | None,
+              status: int, headers: Message, body: bytes) -> dict[str, Any]:
     """The log fields of one exchange: what was asked, and which object version the answer names.
 
     A refused upload's answer names no object, so the name then comes from the request: the path, the `name`
@@ -104,7 +108,7 @@ def _describe(method: str, target: str, request_headers: http.client.HTTPMessage
     }
 
 
-def _asked(method: str, target: str, headers: http.client.HTTPMessage, body: bytes | None) -> dict:
+def _asked(method: str, target: str, headers: Message, body: bytes | None) -> dict[str, Any]:
     """What a request asks, before any answer: its method, path, the object it names and the metadata it uploads."""
     path = urllib.parse.urlsplit(target).path
     uploaded = _uploaded_resource(headers, body or b"") if path.startswith("/upload/") else {}
@@ -112,7 +116,7 @@ def _asked(method: str, target: str, headers: http.client.HTTPMessage, body: byt
             "metadata": uploaded.get("metadata")}
 
 
-def _json_body(headers: http.client.HTTPMessage, body: bytes) -> dict:
+def _json_body(headers: Message, body: bytes) -> dict[str, Any]:
     if "json" not in (headers.get("Content-Type") or ""):
         return {}
     if headers.get("Content-Encoding") == "gzip":
@@ -124,7 +128,7 @@ def _json_body(headers: http.client.HTTPMessage, body: bytes) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _uploaded_resource(headers: http.client.HTTPMessage, body: bytes) -> dict:
+def _uploaded_resource(headers: Message, body: bytes) -> dict[str, Any]:
     """The object resource an upload sends: a multipart upload's first part, or a resumable start's JSON body."""
     content_type = headers.get("Content-Type") or ""
     if not content_type.startswith("multipart/related"):
@@ -134,7 +138,7 @@ def _uploaded_resource(headers: http.client.HTTPMessage, body: bytes) -> dict:
     parts = list(message.iter_parts()) if message.is_multipart() else []
     if not parts or parts[0].get_content_type() != "application/json":
         return {}
-    return _json_body(parts[0], parts[0].get_payload(decode=True) or b"")
+    return _json_body(parts[0], cast(bytes, parts[0].get_payload(decode=True) or b""))  # decode=True: the bytes
 
 
 def _object_in_path(path: str) -> str | None:

@@ -14,6 +14,7 @@ import secrets
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from experiments.services._serving import loopback_server, serving
 
@@ -25,21 +26,21 @@ class MessagesStub:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._inputs: dict[str, dict] = {"get_config": {}}
-        self._requests: list[dict] = []
+        self._inputs: dict[str, dict[str, Any]] = {"get_config": {}}
+        self._requests: list[dict[str, Any]] = []
         self.endpoint = ""
 
-    def script(self, tool: str, tool_input: dict) -> None:
+    def script(self, tool: str, tool_input: dict[str, Any]) -> None:
         """Answer every forced call of `tool` with this input from now on."""
         with self._lock:
             self._inputs[tool] = copy.deepcopy(tool_input)
 
-    def requests(self) -> list[dict]:
+    def requests(self) -> list[dict[str, Any]]:
         """The JSON bodies of every /v1/messages request so far, oldest first."""
         with self._lock:
             return copy.deepcopy(self._requests)
 
-    def answer(self, request: dict) -> tuple[int, dict]:
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body the Messages API would give for this request."""
         with self._lock:
             self._requests.append(copy.deepcopy(request))

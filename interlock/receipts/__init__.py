@@ -13,7 +13,7 @@ service's own export of how many copies of each effect it holds (`service=`), a 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..collector import collector_paused
 from ..errors import BundleError
@@ -21,6 +21,9 @@ from ..journal import Journal
 from ..signing import sign, signature_holds
 from ._check import COVERS, EffectCheck, Receipts, receipt
 from ._journal import JournalCheck, read
+
+if TYPE_CHECKING:
+    from .._protocols import JournalLike
 
 __all__ = ["COVERS", "JournalCheck", "Receipts", "bundle", "bundle_statement", "verify", "verify_journal"]
 
@@ -31,7 +34,7 @@ def bundle_statement(effect_id: str, entries: list[dict[str, Any]]) -> dict[str,
     return {"statement": "interlock receipt bundle", "effect_id": effect_id, "count": len(entries), "head": head}
 
 
-def bundle(journal: Journal, effect_id: str, key: Any = None) -> dict[str, Any]:
+def bundle(journal: JournalLike, effect_id: str, key: Any = None) -> dict[str, Any]:
     """Export one effect's entries as a self-contained receipt bundle, signed when a key is given."""
     journal.refresh()
     entries = journal.entries(effect_id)

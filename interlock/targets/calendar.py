@@ -4,7 +4,7 @@ an id once used (even by an event deleted since) is taken for good, which can sh
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
 
 from googleapiclient.errors import HttpError
 
@@ -82,8 +82,8 @@ class CalendarEventTarget:
 
     def _get(self, effect_id: str) -> dict[str, Any] | None:
         try:
-            return self.events.get(calendarId=self.calendar_id,
-                                   eventId=event_id_for(effect_id)).execute(num_retries=0)
+            return cast(dict[str, Any], self.events.get(calendarId=self.calendar_id,
+                                                        eventId=event_id_for(effect_id)).execute(num_retries=0))
         except HttpError as exc:
             if exc.resp.status in (404, 410):
                 return None
@@ -101,7 +101,7 @@ def slot_premise(service: Any, calendar_id: str, start: str, end: str, decided: 
                                       showDeleted=False).execute(num_retries=0).get("items", [])
         return sorted(e["id"] for e in items if e.get("status") != "cancelled")
 
-    def own_write(now: Any, was: Any, effect_id: str) -> bool:
+    def own_write(now: list[str], was: list[str], effect_id: str) -> bool:
         return [e for e in now if e != event_id_for(effect_id)] == was
 
     return Premise("other_events_in_slot", read, decided=sorted(decided), expect=expect, own_write=own_write)

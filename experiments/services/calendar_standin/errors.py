@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 _STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EXISTS", 410: "FAILED_PRECONDITION"}
 
 
@@ -14,7 +16,7 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """`{"error": {code, message, errors: [{domain, reason, message}], status}}`."""
         return {
             "error": {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from experiments.services._serving import reset_connection
 from experiments.services.calendar_standin import errors
@@ -40,7 +41,7 @@ def handler_for(store: CalendarStore) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(200, answer)
 
-        def _route(self, path: str, query: dict[str, list[str]], raw: bytes) -> dict | Written:
+        def _route(self, path: str, query: dict[str, list[str]], raw: bytes) -> dict[str, Any] | Written:
             if not path.startswith(ROOT):
                 raise errors.not_found()
             parts = [urllib.parse.unquote(part) for part in path[len(ROOT):].split("/")]
@@ -62,7 +63,7 @@ def handler_for(store: CalendarStore) -> type[BaseHTTPRequestHandler]:
                     return store.patch(calendar_id, event_id, _json(raw))
             raise errors.not_found()
 
-        def _send(self, status: int, body: dict | None) -> None:
+        def _send(self, status: int, body: dict[str, Any] | None) -> None:
             payload = b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
             if body is not None:
@@ -76,7 +77,7 @@ def handler_for(store: CalendarStore) -> type[BaseHTTPRequestHandler]:
     return CalendarHandler
 
 
-def _json(raw: bytes) -> dict:
+def _json(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw or b"{}")
     except ValueError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from experiments.services._serving import Predicate, error_log_beside, loopback_server, serving
 from experiments.services.calendar_standin.handler import ROOT, handler_for
@@ -22,7 +23,7 @@ class CalendarStandin:
         self.port = port
         self.endpoint = f"http://127.0.0.1:{port}{ROOT}"
 
-    def write_log(self) -> list[dict]:
+    def write_log(self) -> list[dict[str, Any]]:
         """Every insert, delete and patch so far, oldest first: {seq, ts, method, calendar_id, event_id, status, cut}."""
         return self.store.write_log()
 

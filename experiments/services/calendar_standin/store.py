@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, cast
 
 from experiments.services._serving import Cuts, Delays
 from experiments.services.calendar_standin import errors
@@ -45,15 +46,15 @@ class CalendarStore:
         self.cuts = Cuts()
         self.delays = Delays()  # inserts held a while after they arrived, before they land
         self.link_base = link_base
-        self._calendars: dict[str, dict[str, dict]] = {}
-        self._log: list[dict] = []
+        self._calendars: dict[str, dict[str, dict[str, Any]]] = {}
+        self._log: list[dict[str, Any]] = []
         self._log_path = log_path
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
 
     # writes -------------------------------------------------------------------------------------------------------
 
-    def insert(self, calendar_id: str, body: dict) -> Written:
+    def insert(self, calendar_id: str, body: dict[str, Any]) -> Written:
         """events.insert: the caller may choose the id; an id is never reused, even after a delete. An insert a
         delay holds lands after it, and its log entry carries `received_ts`, when it arrived."""
         event_id = body.get("id")
@@ -64,30 +65,31 @@ class CalendarStore:
         """events.delete: the event stays readable as cancelled; deleting it again answers 410."""
         return self._write("delete", calendar_id, event_id, lambda: self._delete(calendar_id, event_id))
 
-    def patch(self, calendar_id: str, event_id: str, body: dict) -> Written:
+    def patch(self, calendar_id: str, event_id: str, body: dict[str, Any]) -> Written:
         """events.patch: each given top-level field replaces the stored one."""
         return self._write("patch", calendar_id, event_id, lambda: self._patch(calendar_id, event_id, body))
 
-    def write_log(self) -> list[dict]:
+    def write_log(self) -> list[dict[str, Any]]:
         """Every insert, delete and patch so far, oldest first, including refused ones."""
         with self.lock:
             return copy.deepcopy(self._log)
 
-    def _write(self, method: str, calendar_id: str, event_id: str | None, operation: Callable[[], dict | None],
+    def _write(self, method: str, calendar_id: str, event_id: str | None,
+               operation: Callable[[], dict[str, Any] | None],
                received: float | None = None) -> Written:
         with self.lock:
             try:
                 resource = operation()
             except errors.ApiError as error:
-                status, body = error.code, error.body()
+                status, body = error.code, cast(dict[str, Any] | None, error.body())
             else:
                 status, body = (204, None) if resource is None else (200, resource)
-            entry = {
+            entry: dict[str, Any] = {
                 "seq": len(self._log) + 1,
                 "ts": time.time(),
                 "method": method,
                 "calendar_id": calendar_id,
-                "event_id": body["id"] if status == 200 else event_id,
+                "event_id": cast(dict[str, Any], body)["id"] if status == 200 else event_id,  # 200: the resource
                 "status": status,
                 **({} if received is None else {"received_ts": received}),
             }
@@ -98,7 +100,7 @@ class CalendarStore:
                     log.write(json.dumps(entry, sort_keys=True) + "\n")
         return Written(status, copy.deepcopy(body), entry["cut"])
 
-    def _insert(self, calendar_id: str, body: dict) -> dict:
+    def _insert(self, calendar_id: str, body: dict[str, Any]) -> dict[str, Any]:
         events = self._calendar(calendar_id)
         event_id = body.get("id")
         if event_id is None:
@@ -137,7 +139,7 @@ class CalendarStore:
             raise errors.deleted()
         _touch(event, status="cancelled")
 
-    def _patch(self, calendar_id: str, event_id: str, body: dict) -> dict:
+    def _patch(self, calendar_id: str, event_id: str, body: dict[str, Any]) -> dict[str, Any]:
         event = self._event(calendar_id, event_id)
         changes = {field: copy.deepcopy(body[field]) for field in (*_CALLER_FIELDS, "status") if field in body}
         for bound in ("start", "end"):
@@ -148,12 +150,12 @@ class CalendarStore:
 
     # reads --------------------------------------------------------------------------------------------------------
 
-    def get_event(self, calendar_id: str, event_id: str) -> dict:
+    def get_event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
         """events.get: cancelled events are still returned, with status "cancelled"."""
         with self.lock:
             return copy.deepcopy(self._event(calendar_id, event_id))
 
-    def list_events(self, calendar_id: str, query: dict[str, list[str]]) -> dict:
+    def list_events(self, calendar_id: str, query: dict[str, list[str]]) -> dict[str, Any]:
         """events.list with timeMin/timeMax overlap, privateExtendedProperty, showDeleted, orderBy and paging."""
         single = _flag(query, "singleEvents")
         order = _one(query, "orderBy")
@@ -198,7 +200,7 @@ class CalendarStore:
             answer["nextPageToken"] = _page_token(offset + max_results)
         return answer
 
-    def free_busy(self, body: dict) -> dict:
+    def free_busy(self, body: dict[str, Any]) -> dict[str, Any]:
         """freeBusy.query: merged busy periods of confirmed and tentative events that are not transparent."""
         time_min = parse_instant(body.get("timeMin"), "timeMin")
         time_max = parse_instant(body.get("timeMax"), "timeMax")
@@ -217,10 +219,10 @@ class CalendarStore:
 
     # helpers ------------------------------------------------------------------------------------------------------
 
-    def _calendar(self, calendar_id: str) -> dict[str, dict]:
+    def _calendar(self, calendar_id: str) -> dict[str, dict[str, Any]]:
         return self._calendars.setdefault(self._owner(calendar_id), {})
 
-    def _event(self, calendar_id: str, event_id: str) -> dict:
+    def _event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
         event = self._calendar(calendar_id).get(event_id)
         if event is None:
             raise errors.not_found()
@@ -239,14 +241,14 @@ def _etag(instant: datetime) -> str:
     return f'"{int(instant.timestamp() * 1_000_000) % 10**16:016d}"'
 
 
-def _touch(event: dict, **changes: object) -> None:
+def _touch(event: dict[str, Any], **changes: object) -> None:
     now = datetime.now(timezone.utc)
     event.update(changes)
     event["updated"] = rfc3339_millis(now)
     event["etag"] = _etag(now)
 
 
-def _order_like_google(resource: dict) -> dict:
+def _order_like_google(resource: dict[str, Any]) -> dict[str, Any]:
     order = ["kind", "etag", "id", "status", "htmlLink", "created", "updated", "summary", "description", "location",
              "colorId", "creator", "organizer", "start", "end", "transparency", "visibility", "iCalUID", "sequence",
              "attendees", "extendedProperties", "reminders", "eventType"]

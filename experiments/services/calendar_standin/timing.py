@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from experiments.services.calendar_standin.errors import invalid
 
 
-def parse_instant(text: str, field: str) -> datetime:
+def parse_instant(text: Any, field: str) -> datetime:
     """An RFC3339 timestamp with an offset; anything else is the 400 the real service answers."""
     try:
         instant = datetime.fromisoformat(text)
@@ -18,7 +19,7 @@ def parse_instant(text: str, field: str) -> datetime:
     return instant.astimezone(timezone.utc)
 
 
-def event_instant(bound: dict, field: str) -> datetime:
+def event_instant(bound: object, field: str) -> datetime:
     """`{"dateTime": ...}` or an all-day `{"date": "YYYY-MM-DD"}` (midnight UTC)."""
     if isinstance(bound, dict) and "dateTime" in bound:
         return parse_instant(bound["dateTime"], field)
