@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Iterator, TextIO
+
+if TYPE_CHECKING:
+    from experiments.explore.processes import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_PACKAGES = ("google-cloud-storage", "google-api-python-client", "google-auth", "anthropic",
@@ -154,7 +157,7 @@ def run_worker(module: str, args: list[str], env: dict[str, str], timeout: float
         return worker.wait(timeout)
 
 
-def wait_for_file(path: Path, worker: RunningWorker, timeout: float) -> bool:
+def wait_for_file(path: Path, worker: RunningWorker | Worker, timeout: float) -> bool:
     """Wait until `path` exists (a pause point reached); False when the worker exits first or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

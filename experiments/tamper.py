@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -152,7 +152,7 @@ def originals_in_result_file(path: Path, label: str) -> list[Original]:
                                   receipt["entries"], receipt.get("effect_id")))
         journal = (cell.get("artifacts") or {}).get("journal.jsonl") if isinstance(cell.get("artifacts"), dict) else None
         if _entry_list(journal):
-            found += originals_of_journal(journal, f'{label} cells[{i}].artifacts["journal.jsonl"]')
+            found += originals_of_journal(cast(list[dict[str, Any]], journal), f'{label} cells[{i}].artifacts["journal.jsonl"]')
     return found
 
 
@@ -298,7 +298,7 @@ def mutants(original: Original, keys: Keys) -> Iterator[Mutant]:
                 yield Mutant("forged_committed", original, f"appended after entries[{k - 1}]",
                              head + [forged_committed(original, head)], expect)
         yield Mutant("other_key", original, "signature", list(entries), UNDETECTABLE,
-                     foreign=sign(keys.stranger, bundle_statement(_effect_id(original), entries)))
+                     foreign=sign(keys.stranger, bundle_statement(cast(str, _effect_id(original)), entries)))
     else:
         yield from _effect_deletions(original)
         yield Mutant("other_key", original, "checkpoint", list(entries), foreign=_checkpoint(keys.stranger, entries))
@@ -366,7 +366,7 @@ def flagged(mutant: Mutant, keys: Keys, *, signed: bool) -> bool:
         if mutant.foreign is not None:
             packed["signature"] = mutant.foreign
         elif signed:
-            packed["signature"] = sign(keys.own, bundle_statement(eid, original.entries))
+            packed["signature"] = sign(keys.own, bundle_statement(cast(str, eid), original.entries))
         return not published_format.verify_record(packed, public_key=keys.public if signed else None)["valid"]
     checkpoint = mutant.foreign if mutant.foreign is not None else (
         _checkpoint(keys.own, original.entries) if signed else None)

@@ -10,7 +10,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from interlock import effect_id_for
 
@@ -57,7 +57,7 @@ class Ledger(Scenario):
 
         run = f"{case.fault.name}-{case.system}"
         stack = contextlib.ExitStack()
-        fence = case.fault.fence
+        fence = cast(LedgerFault, case.fault).fence  # the ledger's cases are made of LedgerFault
         ledger = stack.enter_context(ledger_service(self.root / f"ledger-{run}.jsonl",
                                                     fences=() if fence == "none" else (fence,)))
         self._ledgers[run] = (ledger, stack)

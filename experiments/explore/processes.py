@@ -14,6 +14,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", "experiments.gcp_resource.baselines",
            "experiments.calendar.worker", "experiments.calendar.systems", "experiments.deciders",
@@ -70,7 +71,7 @@ class Finished:
 class Worker:
     """A started worker process."""
 
-    def __init__(self, context: multiprocessing.context.BaseContext, module: str, argv: list[str],
+    def __init__(self, context: multiprocessing.context.ForkServerContext, module: str, argv: list[str],
                  env: dict[str, str], output: Path):
         self._out, self._err, self._status = (output.with_suffix(s) for s in (".out", ".err", ".status"))
         self.process = context.Process(target=_run, args=(module, argv, env, str(self._out), str(self._err),
@@ -81,7 +82,7 @@ class Worker:
     @property
     def pid(self) -> int:
         """The worker's process id (the target of SIGSTOP and SIGCONT)."""
-        return self.process.pid
+        return cast(int, self.process.pid)  # set once started, which __init__ did
 
     def running(self) -> bool:
         """Still running (or paused); the name harness.wait_for_file asks for."""
