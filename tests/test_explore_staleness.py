@@ -96,6 +96,8 @@ def test_a_change_to_this_listing_alone_leaves_every_result_standing(tmp_path):
 
 
 _PLAIN = '''"""A harness module."""
+from __future__ import annotations
+
 import json
 
 
@@ -106,6 +108,8 @@ def settle(record, wait=1.0):
 '''
 
 _TYPED = '''"""A harness module, typed."""
+from __future__ import annotations
+
 import json
 from typing import TYPE_CHECKING, Any, cast
 
@@ -147,6 +151,17 @@ def test_a_cast_not_imported_from_typing_is_a_call_like_any_other(tmp_path):
     first = "def f(x):\n    return x\n"
     changed = "from .units import cast\n\n\ndef f(x):\n    return cast(int, x)\n"
     assert "1 file(s) changed since" in _standing(tmp_path, first, changed)
+
+
+def test_an_annotation_a_module_evaluates_at_definition_makes_its_results_stale(tmp_path):
+    first = _PLAIN.replace("from __future__ import annotations\n", "")
+    changed = first.replace("def settle(record, wait=1.0):", "def settle(record: Record, wait=1.0):")  # NameError
+    assert "1 file(s) changed since" in _standing(tmp_path, first, changed)
+
+
+def test_a_cast_to_a_type_imported_only_for_type_checking_makes_its_results_stale(tmp_path):
+    changed = _TYPED.replace("cast(dict[str, Any], json.loads(record))", "cast(Path, json.loads(record))")
+    assert "1 file(s) changed since" in _standing(tmp_path, _PLAIN, changed)  # Path is not defined when it runs
 
 
 def test_no_run_reads_the_listing_only_the_stale_flag_does():

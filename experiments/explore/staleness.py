@@ -8,9 +8,10 @@ and every hazard cell the hazard table declares that has no file yet; then the c
 again as it was run (`make rerun-stale` runs them).
 
 A change counts when it can change what a run does. A Python file whose two versions differ only in comments,
-layout, docstrings and typing (the annotations of functions' parameters, returns and local variables, imports from
-`typing`, `if TYPE_CHECKING:` blocks, `typing.cast`) runs the same, so it leaves the results standing; annotations
-in a class or module body stay counted, since dataclasses and named tuples build their fields from them.
+layout, docstrings and typing (the annotations of functions' parameters and returns where the module leaves them
+unevaluated, local variables' annotations, imports from `typing`, `if TYPE_CHECKING:` blocks, a `typing.cast` whose
+type evaluates) runs the same, so it leaves the results standing; annotations in a class or module body stay
+counted, since dataclasses and named tuples build their fields from them.
 """
 
 from __future__ import annotations
@@ -152,17 +153,29 @@ def _runs_alike(repo: Path, commit: str, path: str) -> bool:
 
 
 class _AsRun(ast.NodeTransformer):
-    """A module's syntax tree without what no run executes: docstrings, function and local annotations, imports
-    from `typing`, `if TYPE_CHECKING:` blocks, and `typing.cast(T, x)` read as `x`."""
+    """A module's syntax tree without what no run executes: docstrings, function annotations (in a module that
+    imports `annotations` from `__future__`, which leaves them unevaluated), local annotations, imports from
+    `typing`, `if TYPE_CHECKING:` blocks, and `typing.cast(T, x)` read as `x` (unless `T` names something imported
+    only for type checking, or puts a string in a union: then evaluating it fails)."""
 
     def __init__(self) -> None:
         self._in_function = 0
         self._cast_names: set[str] = set()
+        self._lazy_annotations = False
+        self._checking_only: set[str] = set()
 
     def visit_Module(self, node: ast.Module) -> ast.AST:
+        bound, checking = set(), set()
         for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+                self._lazy_annotations |= any(alias.name == "annotations" for alias in statement.names)
             if isinstance(statement, ast.ImportFrom) and statement.module == "typing":
                 self._cast_names |= {alias.asname or alias.name for alias in statement.names if alias.name == "cast"}
+            if _type_checking(statement):
+                checking |= {name for inner in ast.walk(statement) for name in _bound_by(inner)}
+            else:
+                bound |= _bound_by(statement)
+        self._checking_only = checking - bound
         return self._body(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
@@ -175,10 +188,12 @@ class _AsRun(ast.NodeTransformer):
         return self._function(node)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        node.returns = None
-        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg):
-            if arg is not None:
-                arg.annotation = None
+        if self._lazy_annotations:
+            node.returns = None
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
+                        node.args.kwarg):
+                if arg is not None:
+                    arg.annotation = None
         self._in_function += 1
         try:
             return self._body(node)
@@ -207,13 +222,7 @@ class _AsRun(ast.NodeTransformer):
         return None if node.module == "typing" else node
 
     def visit_If(self, node: ast.If) -> ast.AST | None:
-        test = node.test
-        checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-            and isinstance(test.value, ast.Name) and test.value.id == "typing")
-        if checking and not node.orelse:
-            return None
-        return self.generic_visit(node)
+        return None if _type_checking(node) else self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         if not self._in_function:
@@ -228,7 +237,43 @@ class _AsRun(ast.NodeTransformer):
         is_cast = (isinstance(func, ast.Name) and func.id in self._cast_names) or (
             isinstance(func, ast.Attribute) and func.attr == "cast"
             and isinstance(func.value, ast.Name) and func.value.id == "typing")
-        if is_cast and len(node.args) == 2 and not node.keywords:
+        if is_cast and len(node.args) == 2 and not node.keywords and _evaluates(node.args[0], self._checking_only):
             value: ast.AST = self.visit(node.args[1])
             return value
         return self.generic_visit(node)
+
+
+def _type_checking(statement: ast.stmt) -> bool:
+    """Whether `statement` is an `if TYPE_CHECKING:` block with no else: code no run executes."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return False
+    test = statement.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        and isinstance(test.value, ast.Name) and test.value.id == "typing")
+
+
+def _bound_by(statement: ast.AST) -> set[str]:
+    """The names a statement binds in its scope: imports, definitions, plain assignments."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return {target.id for target in targets if isinstance(target, ast.Name)}
+    return set()
+
+
+def _evaluates(annotation: ast.expr, checking_only: set[str]) -> bool:
+    """Whether a cast's type evaluates at run time as surely as a type checker reads it: a string is never
+    evaluated, but a string in a `|` union fails, and so does a name imported only for type checking."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return True
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name) and node.id in checking_only:
+            return False
+        if isinstance(node, ast.BinOp) and any(isinstance(side, ast.Constant) and isinstance(side.value, str)
+                                               for side in (node.left, node.right)):
+            return False
+    return True
