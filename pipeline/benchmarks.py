@@ -92,11 +92,11 @@ DESCRIPTIONS: dict[str, Description] = {
 }
 
 # (name regex, unit, how to format): the first that matches a key's last part gives its unit.
-_UNITS: tuple[tuple[str, str], ...] = (
+_UNITS: tuple[tuple[str, str], ...] = (  # the first that matches: a rate first, whatever setting its name also gives
+    (r"per_(cpu_)?second", "per s"),
     (r"(^|_)ms($|_)", "ms"),
     (r"(^|_)us($|_)", "µs"),
     (r"(^|_)(seconds|s)($|_)", "s"),
-    (r"per_(cpu_)?second", "per s"),
     (r"(^|_)bytes($|_)", "bytes"),
     (r"(^|_)mb($|_)", "MB"),
     (r"ratio|_over_|_vs_|scaling", "×"),

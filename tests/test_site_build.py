@@ -209,6 +209,13 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     assert tables["rows"].rows == (("a", "0.2"),)
 
 
+def test_a_rate_measured_under_a_setting_in_seconds_reads_per_second():
+    data = {"postgresql_effects_per_second_4_workers_ttl_1.5_s": 984.3, "lease_ttl_seconds": 1.0}
+    figures = dict(next(t for t in layout("pg", data, "results/bench/pg.json").tables if t.title == "figures").rows)
+    assert figures["postgresql effects per second 4 workers ttl 1.5 s (per s)"] == "984.3"
+    assert figures["lease ttl (s)"] == "1"
+
+
 def test_each_hazard_file_gets_its_own_row_and_section(tmp_path, monkeypatch):
     import pipeline.build as build_module
 
