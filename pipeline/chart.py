@@ -117,7 +117,15 @@ def _wrap(text: str, width: int = 26) -> str:
 
 
 def _number(value: float) -> str:
+    """A bar's value: three significant digits under 1 (0.25 and 0.253 stay apart), one decimal under 10."""
+    if value < 1:
+        return f"{value:.3g}"
     return f"{value:.1f}" if value < 10 else f"{value:,.0f}"
+
+
+def _top(series: Sequence[Series]) -> float:
+    """The longest bar of a chart, which sets its axis: values all under 1 still fill the width."""
+    return max([max(v) for run in series for v in run.values.values() if v] + [0.0]) or 1.0
 
 
 def _label(values: list[float], unit: str) -> str:
@@ -138,7 +146,7 @@ def _draw(series: Sequence[Series], colours: dict[str, str], xlabel: str, unit: 
         fig, ax = plt.subplots(figsize=(_WIDTH_IN, height))
         fig.patch.set_facecolor(colours["bg"])
         ax.set_facecolor(colours["bg"])
-        top = max([max(v) for run in series for v in run.values.values() if v] + [1.0])
+        top = _top(series)
         for index, run in enumerate(series):
             colour = _RUN_COLOURS[index % len(_RUN_COLOURS)]
             labelled = False

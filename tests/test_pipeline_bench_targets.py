@@ -66,7 +66,7 @@ def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a
     monkeypatch.setattr(build_module, "BENCH", folder)
     page = html.unescape((build([], tmp_path / "out") / "methodology" / "index.html").read_text())
     assert "1 of 2 targets met in the committed runs, measured on a machine with 2 cores" in page
-    assert "jsonl_scaling_16_workers</code></td><td data-label=\"measured\">0.94×</td>" in page
+    assert "jsonl scaling 16 workers (×)</td><td data-label=\"measured\">0.94×</td>" in page
     assert "<td data-label=\"met\">no (the file says yes)</td>" in page
     assert "<td data-label=\"target\">at least 0.5×</td><td data-label=\"met\">yes</td>" in page
 

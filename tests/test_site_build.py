@@ -200,9 +200,10 @@ def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropp
     bench = layout("peers", data, "results/bench/peers.json")
     tables = {t.title: t for t in bench.tables}
     systems = tables["systems"]
-    assert systems.head == ("system", "median (ms)", "effects per second 1 (per s)", "effects per second 4 (per s)")
+    assert systems.head == ("system", "median (ms)", "effects per second 1 workers (per s)",
+                            "effects per second 4 workers (per s)")
     assert systems.rows == (("dbos_sqlite", "2.5", "400", "900.5"), ("interlock_decorator_jsonl", "1.25", "600", ""))
-    assert systems.chart["median (ms)"] == (2.5, 1.25)
+    assert systems.chart["effects per second 1 workers (per s)"] == (400.0, 600.0)  # rates only: one unit per chart
     figures = dict(tables["figures"].rows)
     assert figures == {"effects per run": "320", "note": "one worker per process", "brand new (s)": "1.5",
                        "file create (µs)": "7.6"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import shutil
@@ -288,13 +289,44 @@ def _bench_charts(benchmarks: Sequence[Benchmark], drawing: Drawing) -> dict[tup
     return images
 
 
-def _api_modules() -> list[str]:
-    """The API page's modules that exist in this checkout."""
-    def exists(module: str) -> bool:
-        path = REPO.joinpath(*module.split("."))
-        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+@dataclass(frozen=True)
+class ApiModule:
+    """One module of the API page, and the members it documents: all of them (None), or only those the package
+    root does not already document, so no object is shown twice."""
 
-    return [m for m in API_MODULES if exists(m)]
+    name: str
+    members: tuple[str, ...] | None
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of a module of this checkout, if it has one."""
+    path = REPO.joinpath(*module.split("."))
+    found = [p for p in (path.with_suffix(".py"), path / "__init__.py") if p.is_file()]
+    return found[0] if found else None
+
+
+def _exported(source: Path) -> set[str]:
+    """The names a package's `__all__` lists, read without importing it."""
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {str(name) for name in ast.literal_eval(node.value)}
+    return set()
+
+
+def _defined(source: Path) -> list[str]:
+    """The public classes and functions a module defines, in source order."""
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return [n.name for n in ast.parse(source.read_text(encoding="utf-8")).body
+            if isinstance(n, kinds) and not n.name.startswith("_")]
+
+
+def _api_modules() -> list[ApiModule]:
+    """The API page's modules that exist in this checkout: the package root with every member, then each other
+    module with its docstring and only the members the root does not show."""
+    found = [(m, f) for m in API_MODULES if (f := _module_file(m)) is not None]
+    root = {name for m, f in found if m == API_MODULES[0] for name in _exported(f)}
+    return [ApiModule(m, None if m == API_MODULES[0] else tuple(n for n in _defined(f) if n not in root))
+            for m, f in found]
 
 
 def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
