@@ -136,6 +136,12 @@ def test_a_change_of_comments_docstrings_and_typing_alone_leaves_every_result_st
     assert _standing(tmp_path, _PLAIN, _TYPED).endswith("  up to date")
 
 
+def test_a_docstring_under_a_constant_leaves_every_result_standing(tmp_path):
+    first = "DEDUPE = 'dedupe'\nLEASE = 'lease'\n"
+    changed = "DEDUPE = 'dedupe'\n\"\"\"The fence that dedupes by effect id.\"\"\"\nLEASE = 'lease'\n"
+    assert _standing(tmp_path, first, changed).endswith("  up to date")
+
+
 def test_a_changed_default_in_a_typed_function_makes_its_results_stale(tmp_path):
     changed = _TYPED.replace("wait: float = 1.0", "wait: float = 2.0")
     assert _standing(tmp_path, _PLAIN, changed).endswith("1 file(s) changed since: experiments/harness_part.py")

@@ -8,7 +8,8 @@ and every hazard cell the hazard table declares that has no file yet; then the c
 again as it was run (`make rerun-stale` runs them).
 
 A change counts when it can change what a run does. A Python file whose two versions differ only in comments,
-layout, docstrings and typing (the annotations of functions' parameters and returns where the module leaves them
+layout, docstrings (a module's, a class's, a function's, or a constant standing alone after what it documents) and
+typing (the annotations of functions' parameters and returns where the module leaves them
 unevaluated, local variables' annotations, imports from `typing`, `if TYPE_CHECKING:` blocks, a `typing.cast` whose
 type evaluates) runs the same, so it leaves the results standing; annotations in a class or module body stay
 counted, since dataclasses and named tuples build their fields from them.
@@ -214,6 +215,10 @@ class _AsRun(ast.NodeTransformer):
         if isinstance(getattr(result, "body", None), list) and not result.body:  # type: ignore[attr-defined]
             result.body = [ast.Pass()]  # type: ignore[attr-defined]
         return result
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        """A constant standing alone (a docstring after a name it documents, `...`) does nothing when it runs."""
+        return None if isinstance(node.value, ast.Constant) else self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> ast.AST | None:
         return None if all(alias.name == "typing" for alias in node.names) else node
