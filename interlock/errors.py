@@ -1,19 +1,21 @@
 """Every error the library raises, in one hierarchy, so a caller can catch by what an error means.
 
-    InterlockError
-    ├── ConfigurationError         the caller's own mistake, found before anything was journaled or sent
-    │   ├── DuplicateAction        two actions registered under one name
-    │   └── UnjournalableArgument  an argument that would not come back from the journal unchanged
-    ├── JournalError
-    │   ├── JournalCorrupt         damage other than a torn last line; the file is left byte for byte as it was
-    │   └── JournalUnavailable     the journal could not be reached; `sent` says what is known of the send
-    ├── ClaimLost                  this process's claim was taken over; it must not write or send
-    ├── GuardFailed                a check run inside the dispatch transaction failed; DISPATCHED was not written
-    ├── BundleError                a receipt bundle that cannot be read as one
-    ├── SpillFailed                `interlock.receipts` could not keep effects' checks in its temporary folder
-    └── EffectError                raised by `Outcome.raise_for_status()`; carries the outcome
-        ├── EffectRefused          the gate refused the effect (nothing landed)
-        └── EffectUnsettled        whether the effect landed is not known yet (AMBIGUOUS, IN_FLIGHT)
+```text
+InterlockError
+├── ConfigurationError         the caller's own mistake, found before anything was journaled or sent
+│   ├── DuplicateAction        two actions registered under one name
+│   └── UnjournalableArgument  an argument that would not come back from the journal unchanged
+├── JournalError
+│   ├── JournalCorrupt         damage other than a torn last line; the file is left byte for byte as it was
+│   └── JournalUnavailable     the journal could not be reached; `sent` says what is known of the send
+├── ClaimLost                  this process's claim was taken over; it must not write or send
+├── GuardFailed                a check run inside the dispatch transaction failed; DISPATCHED was not written
+├── BundleError                a receipt bundle that cannot be read as one
+├── SpillFailed                `interlock.receipts` could not keep effects' checks in its temporary folder
+└── EffectError                raised by `Outcome.raise_for_status()`; carries the outcome
+    ├── EffectRefused          the gate refused the effect (nothing landed)
+    └── EffectUnsettled        whether the effect landed is not known yet (AMBIGUOUS, IN_FLIGHT)
+```
 """
 
 from __future__ import annotations

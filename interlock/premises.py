@@ -12,6 +12,7 @@ class _NotSet:
 
 
 NOT_SET: Any = _NotSet()
+"""A premise's `expect` when none was given: the premise then passes while it is unchanged since the decision."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,20 @@ def test_the_api_reference_documents_each_object_once():
         assert f'<h2 id="{module}"' in page  # each with its docstring
 
 
+def test_the_api_reference_documents_every_constant_the_package_exports():
+    import interlock
+
+    constants = [name for name in interlock.__all__ if name.isupper()]
+    page = _page("api/index.html")
+    assert constants and [name for name in constants if f'<h3 id="interlock.{name}"' not in page] == []
+
+
+def test_the_error_hierarchy_reads_as_a_tree_on_the_api_page():
+    text = html.unescape(_page("api/index.html"))
+    tree = re.search(r"<pre[^>]*>(?:(?!</pre>).)*InterlockError\n.*?</pre>", text, re.S)
+    assert tree is not None and "├── ConfigurationError" in re.sub(r"<[^>]+>", "", tree.group(0))
+
+
 def test_the_api_page_names_every_flag_of_the_receipts_command():
     source = (REPO / "interlock" / "receipts" / "__main__.py").read_text(encoding="utf-8")
     flags = re.findall(r'add_argument\("(--[\w-]+)"', source)

@@ -32,13 +32,20 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 
-TIER_DEDUPE = 1  # the service dedupes on the effect id: a resend cannot land twice
-TIER_LOOKUP = 2  # no dedupe, but a lookup by effect id answers "did it land"
-TIER_BLIND = 3  # neither: after a crash mid-send nobody can say, so recovery never resends
-DEFAULT_IN_FLIGHT = 30.0  # seconds a request that no fence covers may still land when the target declares nothing
+TIER_DEDUPE = 1
+"""The service dedupes on the effect id: a resend cannot land twice."""
+TIER_LOOKUP = 2
+"""No dedupe, but a lookup by effect id answers "did it land"."""
+TIER_BLIND = 3
+"""Neither: after a crash mid-send nobody can say, so recovery never resends."""
+DEFAULT_IN_FLIGHT = 30.0
+"""Seconds a request that no fence covers may still land, when the target declares nothing."""
 DEDUPE = "effect_id"
+"""A fence: the service refuses a second apply of the effect id (a late first apply is not stopped by it)."""
 LEASE = "lease"
+"""A fence: the service itself refuses a request once the effect's authority ended."""
 EPOCH = "epoch"
+"""A fence: the service refuses a request whose claim epoch is below one it has seen for the effect id."""
 
 
 class Rejected(Exception):
