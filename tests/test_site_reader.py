@@ -36,6 +36,14 @@ def test_the_api_reference_documents_every_constant_the_package_exports():
     assert constants and [name for name in constants if f'<h3 id="interlock.{name}"' not in page] == []
 
 
+def test_the_api_reference_documents_the_cloud_targets_and_the_postgresql_backend():
+    page = _page("api/index.html")
+    for name in ("interlock.targets.gcs.GcsObjectTarget", "interlock.targets.gcs.generation_premise",
+                 "interlock.targets.calendar.CalendarEventTarget", "interlock.targets.calendar.slot_premise",
+                 "interlock.pg.PgJournal", "interlock.pg.PgClaims", "interlock.pg.Row", "interlock.pg.row_premise"):
+        assert f'<h3 id="{name}"' in page, name
+
+
 def test_the_error_hierarchy_reads_as_a_tree_on_the_api_page():
     text = html.unescape(_page("api/index.html"))
     tree = re.search(r"<pre[^>]*>(?:(?!</pre>).)*InterlockError\n.*?</pre>", text, re.S)

@@ -30,7 +30,8 @@ ASSETS = REPO / "site" / "assets"
 PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
 # The library's public surface for the API page: the package root, then modules whose names are a concept of
 # their own, when this checkout has them.
-API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.app")
+API_MODULES = ("interlock", "interlock.errors", "interlock.hooks", "interlock.app", "interlock.targets.gcs",
+               "interlock.targets.calendar", "interlock.pg")
 BASELINES = ("no_check", "hand_check")
 
 
@@ -322,11 +323,13 @@ def _defined(source: Path) -> list[str]:
 
 def _api_modules() -> list[ApiModule]:
     """The API page's modules that exist in this checkout: the package root with every member, then each other
-    module with its docstring and only the members the root does not show."""
+    module with its docstring and only the members the root does not show (a package's: those its `__all__`
+    lists)."""
     found = [(m, f) for m in API_MODULES if (f := _module_file(m)) is not None]
     root = {name for m, f in found if m == API_MODULES[0] for name in _exported(f)}
-    return [ApiModule(m, None if m == API_MODULES[0] else tuple(n for n in _defined(f) if n not in root))
-            for m, f in found]
+    return [ApiModule(m, None if m == API_MODULES[0] else tuple(
+        n for n in (sorted(_exported(f)) if f.name == "__init__.py" else _defined(f)) if n not in root))
+        for m, f in found]
 
 
 def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
