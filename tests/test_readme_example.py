@@ -19,7 +19,8 @@ def _example() -> str:
     return found.group(1)
 
 
-def _run(tmp_path: Path, monkeypatch: Any, calendar: dict[str, dict[str, str]], *, busy_after_looking: bool) -> dict[str, Any]:
+def _run(tmp_path: Path, monkeypatch: Any, calendar: dict[str, dict[str, str]], *,
+         busy_after_looking: bool) -> dict[str, Any]:
     """Execute the example with the helpers it names defined over `calendar`; returns its namespace."""
     monkeypatch.chdir(tmp_path)
 
