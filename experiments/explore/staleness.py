@@ -8,8 +8,8 @@ and every hazard cell the hazard table declares that has no file yet; then the c
 again as it was run (`make rerun-stale` runs them).
 
 A change counts when it can change what a run does. A Python file whose two versions differ only in comments,
-layout, docstrings (a module's, a class's, a function's, or a constant standing alone after what it documents) and
-typing (the annotations of functions' parameters and returns where the module leaves them
+layout, docstrings (any constant standing alone, a module's, a class's or a function's docstring or one under the
+name it documents) and typing (the annotations of functions' parameters and returns where the module leaves them
 unevaluated, local variables' annotations, imports from `typing`, `if TYPE_CHECKING:` blocks, a `typing.cast` whose
 type evaluates) runs the same, so it leaves the results standing; annotations in a class or module body stay
 counted, since dataclasses and named tuples build their fields from them.
@@ -154,10 +154,10 @@ def _runs_alike(repo: Path, commit: str, path: str) -> bool:
 
 
 class _AsRun(ast.NodeTransformer):
-    """A module's syntax tree without what no run executes: docstrings, function annotations (in a module that
-    imports `annotations` from `__future__`, which leaves them unevaluated), local annotations, imports from
-    `typing`, `if TYPE_CHECKING:` blocks, and `typing.cast(T, x)` read as `x` (unless `T` names something imported
-    only for type checking, or puts a string in a union: then evaluating it fails)."""
+    """A module's syntax tree without what no run executes: constants standing alone (docstrings), function
+    annotations (in a module that imports `annotations` from `__future__`, which leaves them unevaluated), local
+    annotations, imports from `typing`, `if TYPE_CHECKING:` blocks, and `typing.cast(T, x)` read as `x` (unless `T`
+    names something imported only for type checking, or puts a string in a union: then evaluating it fails)."""
 
     def __init__(self) -> None:
         self._in_function = 0
@@ -177,10 +177,7 @@ class _AsRun(ast.NodeTransformer):
             else:
                 bound |= _bound_by(statement)
         self._checking_only = checking - bound
-        return self._body(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        return self._body(node)
+        return self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return self._function(node)
@@ -197,17 +194,9 @@ class _AsRun(ast.NodeTransformer):
                     arg.annotation = None
         self._in_function += 1
         try:
-            return self._body(node)
+            return self.generic_visit(node)
         finally:
             self._in_function -= 1
-
-    def _body(self, node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-        node.body = body
-        return self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         """The node with its children read as run, a body left empty by that holding `pass`."""
