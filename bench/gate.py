@@ -68,17 +68,11 @@ def run() -> dict[str, Any]:
     return numbers
 
 
-def _jsonl(gate: Gate) -> Journal:
-    """The JSONL journal of a gate made on a journal path."""
-    if not isinstance(gate.journal, Journal):
-        raise TypeError(f"expected a JSONL journal, the gate has a {type(gate.journal).__name__}")
-    return gate.journal
-
-
 def _happy_path(folder: Path) -> dict[str, Any]:
     folder.mkdir(parents=True)
     send = durable_service(folder / "service.jsonl")
-    gate = Gate(folder / "journal.jsonl", FunctionTarget("bench", send, tier=3))
+    journal = Journal(folder / "journal.jsonl")
+    gate = Gate(journal, FunctionTarget("bench", send, tier=3))
     direct, gated = [], []
     for n in range(EFFECTS):  # interleaved, so both see the same disk and the same neighbours
         started = time.perf_counter()
@@ -88,7 +82,6 @@ def _happy_path(folder: Path) -> dict[str, Any]:
         outcome = gate.submit(Effect(f"bench:{n}", {"n": n}))
         gated.append(time.perf_counter() - started)
         assert outcome.status == "COMMITTED", outcome
-    journal = _jsonl(gate)
     journal.close()
     appends = len(journal) / EFFECTS
     direct_ms, gated_ms = statistics.median(direct) * 1e3, statistics.median(gated) * 1e3
@@ -208,10 +201,11 @@ def _figures(runs: list[Run], singles: list[Run], label: str) -> dict[str, Any]:
 def _templates() -> list[tuple[str, str]]:
     """One real effect's entries (as the gate writes them) turned into %-templates of their canonical bytes."""
     with scratch("bench-templates-") as tmp:
-        gate = Gate(tmp / "journal.jsonl", FunctionTarget("svc", lambda eid, p: {"stored": eid}, tier=3))
+        journal = Journal(tmp / "journal.jsonl")
+        gate = Gate(journal, FunctionTarget("svc", lambda eid, p: {"stored": eid}, tier=3))
         gate.submit(Effect("job:0", {"to_version": "v41", "body": '{"timeout_ms": 800, "version": "v41"}'}))
-        sample = gate.journal.entries()
-        _jsonl(gate).close()
+        sample = journal.entries()
+        journal.close()
     fields = {"seq": "\0seq", "ts": "\0ts", "effect_id": "\0eid", "prev": "\0prev", "effect_prev": "\0eprev"}
     out = []
     for entry in sample:
