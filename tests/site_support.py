@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +41,34 @@ def reference_site() -> Path:
     """The site built from the two published result files, once per test process."""
     out = Path(tempfile.mkdtemp(prefix="interlock-site-"))
     return build(REFERENCE_FILES, out)
+
+
+SITE_URL = "https://results.interlock.test/"  # a publisher's addresses, for the builds that are given them
+REPO_URL = "https://code.interlock.test/interlock"
+
+
+@contextmanager
+def _addressed() -> Iterator[None]:
+    """The environment of a publisher's build: the site's address and the repository's set, as mkdocs.yml reads
+    them."""
+    before = {name: os.environ.get(name) for name in ("INTERLOCK_SITE_URL", "INTERLOCK_REPO_URL")}
+    os.environ.update(INTERLOCK_SITE_URL=SITE_URL, INTERLOCK_REPO_URL=REPO_URL)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+@functools.cache
+def addressed_site() -> Path:
+    """The site built from the two published result files by a publisher who names both addresses."""
+    out = Path(tempfile.mkdtemp(prefix="interlock-addressed-site-"))
+    with _addressed():
+        return build(REFERENCE_FILES, out)
 
 
 @functools.cache

@@ -16,7 +16,8 @@ from pipeline.benchmarks import layout
 from pipeline.build import build
 from pipeline.chart import Series, settle_charts
 from pipeline.render import inert
-from site_support import REFERENCE, REFERENCE_FILES, REPO, project_site, reference_site
+from site_support import (REFERENCE, REFERENCE_FILES, REPO, REPO_URL, SITE_URL, addressed_site, project_site,
+                          reference_site)
 
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is not present")
 
@@ -61,14 +62,14 @@ def test_every_cell_raw_json_is_in_the_site_and_equals_the_stored_cell():
 
 @needs_reference
 def test_each_page_footer_opens_the_template_it_came_from():
-    site = reference_site()
+    site = addressed_site()
     for page, template in [("index.html", "site/templates/home.md.j2"),
                            ("scenarios/gcp_resource/index.html", "site/templates/scenarios/gcp_resource.md.j2"),
                            ("scenarios/calendar/cells/index.html", "site/templates/cells.md.j2"),
                            ("scenarios/calendar/published/index.html", "site/templates/published.md.j2")]:
         html = (site / page).read_text()
         link = re.search(r'<a href="([^"]+)" class="interlock-improve">Improve this page.</a>', html)
-        assert link and link.group(1).endswith("/edit/main/" + template), page
+        assert link and link.group(1) == f"{REPO_URL}/edit/main/{template}", page
         assert (REPO / template).is_file()
         assert "This site is open source." in html
 
@@ -156,13 +157,25 @@ def test_no_built_file_names_the_checkout_or_the_build_folder():
     assert leaks == []
 
 
+@needs_reference
 def test_the_sitemap_lists_every_page_under_the_publishers_address():
-    site = project_site()
-    address = re.search(r"^site_url: (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M).group(1)
+    site = addressed_site()
     listed = set(re.findall(r"<loc>([^<]+)</loc>", (site / "sitemap.xml").read_text()))
-    expected = {address + str(p.parent.relative_to(site)).strip(".") + ("/" if p.parent != site else "")
+    expected = {SITE_URL + str(p.parent.relative_to(site)).strip(".") + ("/" if p.parent != site else "")
                 for p in site.rglob("index.html")}
-    assert expected == {url for url in listed} and len(listed) >= 8
+    assert expected == listed and len(listed) >= 8
+    home = (site / "index.html").read_text()
+    assert f'<link rel="canonical" href="{SITE_URL}">' in home
+
+
+@needs_reference
+def test_a_build_not_given_the_addresses_names_no_repository_and_no_site_address():
+    site = reference_site()
+    assert "<loc>" not in (site / "sitemap.xml").read_text()
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        assert "interlock-improve" not in text and "md-source" not in text, page
+        assert 'rel="canonical"' not in text and "This site is open source." not in text, page
 
 
 def test_search_splits_fault_names_outcome_codes_and_paths_into_their_parts():
@@ -336,6 +349,7 @@ def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_
     import shutil
 
     import yaml
+    from mkdocs.utils.yaml import yaml_load
 
     import pipeline.build as build_module
 
@@ -344,7 +358,8 @@ def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_
     overrides = tmp_path / "overrides"
     shutil.copytree(REPO / "site" / "overrides", overrides)
     (overrides / "partials" / "nav.html").unlink()
-    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    # its `!ENV` addresses read as mkdocs reads them
+    config = yaml_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     del config["hooks"]
     config["theme"]["custom_dir"] = str(overrides)
     config["plugins"][1]["mkdocstrings"]["handlers"]["python"]["paths"] = [str(REPO)]
