@@ -72,6 +72,11 @@ class BundleError(InterlockError, ValueError):
     """A receipt bundle or journal export that cannot be read as one."""
 
 
+class SpillFailed(InterlockError):
+    """The scratch file for checks moved out of memory could not be made or written: a full or read-only
+    temporary folder, not a fault of the journal."""
+
+
 class EffectError(InterlockError):
     """An effect did not commit; raised by `Outcome.raise_for_status()`, carrying that outcome."""
 

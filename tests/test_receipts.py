@@ -331,3 +331,44 @@ def test_an_entry_whose_kind_is_not_a_string_is_reported_not_raised(tmp_path, ki
     cli = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=60)
     assert cli.returncode == 1 and json.loads(cli.stdout)["valid"] is False, cli.stderr
+
+
+def test_cli_checks_a_journals_own_checkpoints_against_a_public_key(journal_path, tmp_path):
+    key = generate_key()
+    with Journal(journal_path) as journal:
+        write_checkpoint(journal, key)
+    signed = cli(str(journal_path), "--public-key", public_hex(key))
+    assert signed.returncode == 0 and json.loads(signed.stdout)["signed"] is True
+    other = cli(str(journal_path), "--public-key", public_hex(generate_key()))
+    assert other.returncode == 1 and json.loads(other.stdout)["signed"] is False
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes(journal_path.read_bytes())
+    unsigned = cli(str(bare), "--public-key", public_hex(key))
+    assert unsigned.returncode == 2 and unsigned.stderr.strip().endswith("give --checkpoint")
+    assert len(unsigned.stderr.strip().splitlines()) == 1
+
+
+def test_cli_refuses_a_public_key_that_is_not_one(journal_path):
+    done = cli(str(journal_path), "--public-key", "zz")
+    assert done.returncode == 2 and done.stderr.startswith("--public-key: 'zz' is not a hex Ed25519 public key")
+
+
+def test_cli_reads_a_journal_by_its_content_whatever_its_name(journal_path, tmp_path):
+    renamed = tmp_path / "agent.journal"
+    renamed.write_bytes(journal_path.read_bytes())
+    done = cli(str(renamed))
+    assert done.returncode == 0 and json.loads(done.stdout)["entries"] == 14
+
+
+def test_cli_stops_quietly_when_its_reader_stops_reading(tmp_path):
+    path = tmp_path / "long.jsonl"
+    gate = Gate(path, FunctionTarget("svc", lambda eid, payload: {"ok": True}, tier=3))
+    for n in range(300):  # receipts well past what a pipe holds
+        gate.submit(Effect(f"job:{n}", {"n": n}))
+    gate.journal.close()
+    reader = subprocess.Popen([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.read(1)
+    reader.stdout.close()  # as `| head -c 1` does
+    _, err = reader.communicate(timeout=60)
+    assert err == b""

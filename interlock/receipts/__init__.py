@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..collector import collector_paused
 from ..errors import BundleError
-from ..journal import Journal
 from ..signing import sign, signature_holds
 from ._check import COVERS, EffectCheck, Receipts, receipt
 from ._journal import JournalCheck, read

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from contextlib import ExitStack
@@ -27,7 +28,7 @@ from ..errors import BundleError, JournalCorrupt
 from ..segments import JournalLines
 from ..witness import disagreement, witnessed
 from . import JournalCheck, verify, verify_journal
-from ._spill import SpillFailed
+from ..errors import SpillFailed
 
 KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", help="a bundle (.json), a list of entries (.json) or a journal (.jsonl)")
     parser.add_argument("--at", default="", help='JSON path inside FILE, e.g. cells[3].evidence.receipt_bundle')
     parser.add_argument("--public-key", help="hex Ed25519 public key that must have signed the bundle or checkpoint")
-    parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used")
+    parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used "
+                        "(default with --public-key on a journal: the journal's own, FILE.checkpoints)")
     parser.add_argument("--archive", help="where a segmented journal's archived segments are")
     parser.add_argument("--service", help="the service's export: a JSON object of effect id -> copies it holds")
     args = parser.parse_args(argv)
@@ -55,11 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     except Unreadable as exc:
         print(f"{args.service}: {exc}", file=sys.stderr)
         return 2
+    if args.public_key is not None and not _is_public_key(args.public_key):
+        print(f"--public-key: {args.public_key!r} is not a hex Ed25519 public key (64 hex digits)", file=sys.stderr)
+        return 2
+    journal = not args.at and _is_journal(Path(args.file))
+    if journal and args.public_key is not None and args.checkpoint is None:
+        args.checkpoint = f"{args.file}.checkpoints"  # what the key signed of a journal: its checkpoints
+        if not Path(args.checkpoint).is_file():
+            print(f"{args.checkpoint}: not found; a journal's signature is on its checkpoints: give --checkpoint",
+                  file=sys.stderr)
+            return 2
     effects: Iterator[tuple[str, dict[str, Any]]] | None = None
     with ExitStack() as scratch:  # a long journal's checks wait on disk until its receipts are printed
         try:
             checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
-            if not args.at and _is_journal(Path(args.file)):
+            if journal:
                 check = scratch.enter_context(JournalCheck(public_key=args.public_key, checkpoint=checkpoint,
                                                            service=service, kept=KEPT))
                 result, effects = _verify_journal_file(Path(args.file), args.archive, check)
@@ -72,6 +84,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{where}: {exc}", file=sys.stderr)
             return 2
     return 0 if result["valid"] and not result["held_twice"] else 1
+
+
+def _is_public_key(text: str) -> bool:
+    """Whether `text` is 32 bytes in hex, as an Ed25519 public key is given."""
+    try:
+        return len(bytes.fromhex(text)) == 32
+    except ValueError:
+        return False
 
 
 def _write(result: dict[str, Any], effects: Iterator[tuple[str, dict[str, Any]]] | None) -> None:
@@ -127,7 +147,15 @@ def _service(path: Path) -> dict[str, int]:
 
 
 def _is_journal(path: Path) -> bool:
-    return path.suffix == ".jsonl" or path.name.endswith(".jsonl")
+    """Whether `path` is a journal: named `.jsonl`, or, whatever its name, its first line an entry of one."""
+    if path.name.endswith(".jsonl"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            first = json.loads(f.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and {"seq", "kind", "hash", "effect_id"} <= first.keys()
 
 
 def _load(path: Path, at: str, archive: str | None = None) -> Any:
@@ -226,4 +254,10 @@ def _last_checkpoint(path: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped reading (`| head`): the rest is not wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush stays quiet
+        code = 1
+    sys.exit(code)

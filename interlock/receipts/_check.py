@@ -170,11 +170,12 @@ class EffectCheck:
     def _committed(self, i: int, entry: Read) -> None:
         self._resolution(i, entry, COMMITTED)
         evidence = entry.result
-        if evidence is MISSING:
+        looked = evidence is MISSING  # what a lookup found, not what a send answered
+        if looked:
             evidence = _found(entry)
         self.evidence = evidence
-        if self.landings or isinstance(evidence, list):
-            self._landed(i, evidence)
+        if self.landings or (looked and isinstance(evidence, list)):
+            self._landed(i, evidence, looked)
         else:
             self.landings = (evidence,)
         self._count_span()
@@ -198,9 +199,10 @@ class EffectCheck:
             self.epoch = epoch
         if entry.late_kind == COMMITTED:
             late = entry.result
-            if late is MISSING:
+            looked = late is MISSING
+            if looked:
                 late = _found(entry)
-            self._landed(i, late)
+            self._landed(i, late, looked)
             self.evidence = self.evidence if self.evidence is not None else late
 
     def _resolution(self, i: int, entry: Read, kind: str) -> None:
@@ -230,9 +232,11 @@ class EffectCheck:
             self.held = self.held and self.span_held
         self.span, self.span_authorized, self.span_held = False, True, True
 
-    def _landed(self, i: int, evidence: Any) -> None:
-        """One more answer saying the effect landed: the same landing again is one effect, another is a copy."""
-        if isinstance(evidence, list) and len(evidence) > 1:
+    def _landed(self, i: int, evidence: Any, looked: bool) -> None:
+        """One more answer saying the effect landed: the same landing again is one effect, another is a copy; a
+        lookup (`looked`) that found a list of two or more found as many copies, where a send's answer that is a
+        list is just its answer."""
+        if looked and isinstance(evidence, list) and len(evidence) > 1:
             self.twice += (f"entries[{i}]: the lookup found {len(evidence)} copies",)
         if evidence in self.landings:
             return

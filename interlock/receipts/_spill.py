@@ -16,15 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InterlockError
+from ..errors import SpillFailed
 from ._check import EffectCheck
 
 FILTER_BYTES = 1 << 21  # 16 Mi bits: about 1 in 1,000 new ids costs a lookup once 250,000 effects are stored
-
-
-class SpillFailed(InterlockError):
-    """The scratch file for checks moved out of memory could not be made or written: a full or read-only
-    temporary folder, not a fault of the journal."""
 
 
 @contextmanager
