@@ -17,7 +17,7 @@ from .claims import Claim, FileClaims
 from .effects import Effect, effect_id_for
 from .errors import (BundleError, ClaimLost, ConfigurationError, DuplicateAction, EffectError, EffectRefused,
                      EffectUnsettled, GuardFailed, InterlockError, JournalCorrupt, JournalError, JournalUnavailable,
-                     UnjournalableArgument)
+                     SpillFailed, UnjournalableArgument)
 from .gate import Gate
 from .hooks import Hooks
 from .journal import Journal, write_checkpoint
@@ -35,7 +35,8 @@ __all__ = [
     "Action", "AsyncAction", "BundleError", "CallableLease", "Check", "Claim", "ClaimLost", "ConfigurationError", "DEDUPE", "DEFAULT_IN_FLIGHT",
     "DuplicateAction", "EPOCH", "Effect", "EffectError", "EffectRecord", "EffectRefused", "EffectUnsettled", "FileClaims",
     "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
-    "JournalUnavailable", "LEASE", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected", "Status",
+    "JournalUnavailable", "LEASE", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected",
+    "SpillFailed", "Status",
     "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "Unsettled",
     "bundle", "current_effect", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",

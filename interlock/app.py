@@ -48,7 +48,7 @@ from .effects import Effect, proposal
 from .errors import ConfigurationError, DuplicateAction
 from .gate import Gate
 from .hooks import NO_HOOKS, Hooks
-from .leases import CallableLease, Lease
+from .leases import Lease
 from .outcomes import Outcome, Status
 from .premises import NOT_SET, Premise
 from .targets.base import TIER_BLIND, TIER_LOOKUP
@@ -113,8 +113,19 @@ class _Bridge:
     def wait(self, awaitable: Awaitable[Any]) -> Any:
         coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaiting(awaitable)
         if self.loop is None:
+            if _running_loop() is not None:  # asyncio.run would refuse, leaving the coroutine never awaited
+                coroutine.close()
+                raise ConfigurationError("a sync action was called inside a running event loop with an async key, "
+                                         "fact, lease or function: declare the action `async def` and await it")
             return asyncio.run(coroutine)
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def _awaiting(awaitable: Awaitable[Any]) -> Any:
@@ -139,7 +150,9 @@ class _Spec:
 
     def submit(self, bridge: _Bridge, args: tuple[Any, ...], kwargs: dict[str, Any],
                observed: Mapping[str, Any] | None) -> Outcome:
-        self.signature.bind(*args, **kwargs)  # a call the function itself would refuse fails here, before anything
+        # a call the function itself would refuse fails here, before anything; one it takes is journaled in one
+        # spelling, so book("r1"), book(rid="r1") and book("r1", note=None) are the same effect
+        args, kwargs = _one_spelling(self.signature.bind(*args, **kwargs))
         _bridge.set(bridge)  # this call's context only: concurrent async calls each keep their own
         decided = self._decided(bridge, args, kwargs, observed)
         expect = {fact: bridge.call(value, *args, **kwargs) if callable(value) else value
@@ -188,14 +201,7 @@ class _Spec:
         if lease is None:
             return None
 
-        def answer() -> Any:
-            return _bridge.get().call(lease, *args, **kwargs)
-
-        def described() -> Any:
-            found = answer()
-            return found.describe() if isinstance(found, Lease) else None
-
-        return CallableLease(lambda: _live(answer()), described)
+        return _AnsweredLease(lambda: _bridge.get().call(lease, *args, **kwargs))
 
     def _send(self, effect_id: str, payload: dict[str, Any]) -> Any:
         return self._in_effect(effect_id, self.fn, payload)
@@ -225,8 +231,50 @@ async def _with_effect(effect_id: str, fn: Callable[..., Awaitable[Any]], args: 
         _current.reset(token)
 
 
+def _one_spelling(bound: inspect.BoundArguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A call's arguments as one spelling of it: an argument passed by name where it could go by position goes by
+    position, and one passed with its parameter's default value is left out, as if not passed."""
+    for name, parameter in bound.signature.parameters.items():
+        if (name in bound.arguments and parameter.default is not parameter.empty
+                and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+                and _same(bound.arguments[name], parameter.default)):
+            del bound.arguments[name]  # a later positional argument then goes by name
+    return bound.args, bound.kwargs
+
+
+def _same(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    try:
+        return type(value) is type(default) and bool(value == default) is True
+    except Exception:  # a value whose equality does not answer one bool (an array): not the default
+        return False
+
+
 def _live(answer: Any) -> bool:
     return answer.is_live() if isinstance(answer, Lease) else bool(answer)
+
+
+_UNASKED: Any = object()
+
+
+class _AnsweredLease:
+    """The lease an action's `lease=` function answers. A check asks whether it is live, then for its description:
+    the function is called once for both, so what is journaled is the answer the gate went by."""
+
+    def __init__(self, answer: Callable[[], Any]):
+        self._answer = answer
+        self._held: Any = _UNASKED  # the answer `is_live` read, for the `describe` that follows it
+
+    def is_live(self) -> bool:
+        self._held = found = self._answer()
+        return _live(found)
+
+    def describe(self) -> Any:
+        found, self._held = self._held, _UNASKED
+        if found is _UNASKED:
+            found = self._answer()
+        return found.describe() if isinstance(found, Lease) else None
 
 
 class Action(Generic[P]):
@@ -299,6 +347,8 @@ class Interlock:
 
     def __init__(self, address: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0,
                  claim_ttl: float = DEFAULT_TTL, hooks: Hooks = NO_HOOKS):
+        if type(claim_wait) not in (int, float) or not claim_wait >= 0:
+            raise ConfigurationError(f"claim_wait: {claim_wait!r} is not a number of seconds")
         journal, claims = open_journal(address, claim_ttl=claim_ttl)
         self.journal: JournalLike = journal
         self.claims: ClaimsLike = claims
@@ -406,7 +456,8 @@ def _why_open(outcome: Outcome) -> str:
     if outcome.status == Status.IN_FLIGHT and outcome.decide_at is not None:
         return f"a request may still land until {outcome.decide_at:.3f} (epoch seconds)"
     if outcome.status == Status.IN_FLIGHT:
-        return "another process holds the effect's claim"
+        return ("its claim is held: by another process, or, for a holder that died or stopped inside a request, "
+                "until the claim's lifetime (claim_ttl) runs out")
     if outcome.error is not None:
         return f"the service did not answer: {outcome.error['type']}: {outcome.error['message']}"
     return f"left open ({outcome.status.value})"

@@ -7,10 +7,12 @@ claims fenced by an epoch and a lease on the database clock, shared by workers o
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ._protocols import ClaimsLike, JournalLike
 from .addresses import is_postgres
 from .claims import FileClaims
+from .errors import ConfigurationError
 from .journal import Journal
 
 
@@ -21,10 +23,29 @@ def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) ->
     `claim_ttl` bounds how long a paused (stopped, hung) sender keeps its claim: on the database clock for
     PostgreSQL, by renewal for file claims, whose dead owners the kernel frees at once.
     """
+    if type(claim_ttl) not in (int, float) or not claim_ttl > 0:
+        raise ConfigurationError(f"claim_ttl: {claim_ttl!r} is not a positive number of seconds")
     if is_postgres(address):
         from .pg import PgClaims, PgJournal
 
         journal = PgJournal(str(address))
         return journal, PgClaims(journal, ttl=claim_ttl)
+    _check_file_address(address)
     jsonl = Journal(address)
     return jsonl, FileClaims(f"{jsonl.path}.claims", ttl=claim_ttl)
+
+
+def _check_file_address(address: str | os.PathLike[str]) -> None:
+    """Refuse an address that cannot be a journal file: an empty one, a folder, a URL of another database, a file in
+    a folder that does not exist."""
+    text = os.fspath(address)
+    if isinstance(text, bytes) or not text:
+        raise ConfigurationError(f"journal address {address!r}: expected a postgresql:// URL or a file path")
+    if "://" in text:
+        raise ConfigurationError(f"journal address {text!r}: only postgresql:// URLs name a database; any other "
+                                 "address is a file path")
+    path = Path(text)
+    if path.is_dir():
+        raise ConfigurationError(f"journal address {text!r} is a folder: name the journal file in it")
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"journal address {text!r}: folder {str(path.parent)!r} does not exist")

@@ -100,3 +100,27 @@ def hash_holds(entry: dict[str, Any]) -> bool:
     except (TypeError, msgspec.EncodeError):
         pass
     return bool(hashlib.sha256(canonical_bytes(body)).hexdigest() == stored)
+
+
+def round_trip_problem(value: Any, where: str = "") -> str | None:
+    """Where in `value` something would not survive a JSON round trip exactly (a tuple, an int key, a NaN,
+    a str subclass), or None if it all would."""
+    if value is None or type(value) in (str, bool, int):
+        return None
+    if type(value) is float:
+        return None if value == value and value not in (float("inf"), float("-inf")) else f"{where} ({value!r})"
+    if type(value) is list:
+        for i, item in enumerate(value):
+            found = round_trip_problem(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"{where} (key {key!r} is a {type(key).__name__})"
+            found = round_trip_problem(item, f"{where}[{json.dumps(key)}]")
+            if found is not None:
+                return found
+        return None
+    return f"{where} (a {type(value).__name__})"

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .canonical import loads
+from .forks import refuse_if_forked
 
 if TYPE_CHECKING:
     from .journal import Journal
@@ -106,6 +107,7 @@ class FileClaims:
         self._lock = threading.Lock()
         self._renewer: threading.Thread | None = None
         self._wake = threading.Event()
+        self._opened_by = os.getpid()
 
     def acquire(self, effect_id: str, wait: float) -> Claim | None:
         """Take the claim, waiting up to `wait` seconds (monotonic) for its owner; None if it stays held.
@@ -113,6 +115,7 @@ class FileClaims:
         The claim is free when its flock is (the owner released it or died) and no live owner took it over, or
         when its owner stopped renewing it for `ttl` seconds.
         """
+        refuse_if_forked(self._opened_by, self.directory)
         fd = self._open(effect_id)
         deadline = time.monotonic() + wait
         try:

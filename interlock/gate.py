@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
 from . import hooks as points
 from ._protocols import ClaimLike, ClaimsLike, JournalLike
-from .canonical import digest
+from .canonical import digest, round_trip_problem
 from .checks import Check, check
 from .claims import FileClaims
 from .effects import Effect, proposal
@@ -19,7 +18,7 @@ from .kinds import AUTHORIZED, COMMITTED, DISPATCHED, PROPOSED, REFUSED
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import NOT_SET, violations
 from .records import EffectRecord
-from .recovery import Recovery, append_ahead, append_claimed, apply, refuse
+from .recovery import Recovery, append_ahead, append_claimed, apply, as_evidence, last_look, refuse
 from .targets.base import Rejected, Target, unanswered
 
 
@@ -115,7 +114,8 @@ class Gate:
             self.hooks.reach(points.AFTER_PROPOSED)
             return self._dispatch(effect, claim, proposed["premises"])
         elif record.payload_hash != proposed["payload_hash"]:
-            return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid)
+            return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid,
+                           reason="the effect id was journaled with another payload (the same key, other arguments)")
         elif record.resolution is not None:
             return recorded_outcome(record)
         elif record.open_dispatch:
@@ -143,7 +143,8 @@ class Gate:
         if moved is not None:
             return refuse(self.journal, claim, eid, _code(moved), moved.reason(), moved, resolves=False)
         self.hooks.reach(points.BEFORE_SEND)
-        looked = recheck()  # the last look: only the read itself, the confirm and the request stand before the send
+        # the last look: only the read itself, the confirm and the request stand before the send
+        looked = last_look(self.journal, claim, eid, recheck)
         if not looked.passed:
             return refuse(self.journal, claim, eid, _code(looked), looked.reason(), looked, resolves=True,
                           epoch=claim.epoch)
@@ -163,7 +164,7 @@ class Gate:
                 return self._recovery(effect, claim).settle(self.claim_wait)
             return self._recovery(effect, claim).send_failed(exc, looked, self.claim_wait)
         self.hooks.reach(points.AFTER_COMMIT)
-        committed = {"via": "send", "result": result, "epoch": claim.epoch}
+        committed = {"via": "send", "result": as_evidence(result), "epoch": claim.epoch}
         release_after = getattr(claim, "release_after", None)
         if release_after is None:
             append_claimed(self.journal, claim, COMMITTED, eid, committed)
@@ -216,30 +217,6 @@ def _journalable(effect: Effect, target: str) -> dict[str, Any]:
     return data
 
 
-def round_trip_problem(value: Any, where: str = "") -> str | None:
-    """Where in `value` something would not survive a JSON round trip exactly (a tuple, an int key, a NaN,
-    a str subclass), or None if it all would."""
-    if value is None or type(value) in (str, bool, int):
-        return None
-    if type(value) is float:
-        return None if value == value and value not in (float("inf"), float("-inf")) else f"{where} ({value!r})"
-    if type(value) is list:
-        for i, item in enumerate(value):
-            found = round_trip_problem(item, f"{where}[{i}]")
-            if found is not None:
-                return found
-        return None
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                return f"{where} (key {key!r} is a {type(key).__name__})"
-            found = round_trip_problem(item, f"{where}[{json.dumps(key)}]")
-            if found is not None:
-                return found
-        return None
-    return f"{where} (a {type(value).__name__})"
-
-
 def recorded_outcome(record: EffectRecord) -> Outcome:
     """The outcome a settled effect reports when it is submitted again."""
     entry = record.resolution or {}
@@ -248,5 +225,5 @@ def recorded_outcome(record: EffectRecord) -> Outcome:
         return Outcome(Status.DUPLICATE_IGNORED, record.effect_id, entry.get("result", entry.get("found")))
     if kind == REFUSED:
         return Outcome(Status.refusal(entry.get("code", RefusalCode.TARGET_ERROR.value)), record.effect_id,
-                       error=entry.get("error"))
+                       error=entry.get("error"), reason=entry.get("reason"))
     return Outcome(Status.AMBIGUOUS, record.effect_id, error=entry.get("error"))

@@ -27,6 +27,7 @@ import msgspec
 from .canonical import HASH_FIELD, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
 from .collector import collector_paused
 from .errors import ClaimLost, JournalCorrupt
+from .forks import refuse_if_forked
 from .index import Checkpoint, EffectIndex
 from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles, settling
 from .records import EffectRecord, Fields, as_fields, read_fields
@@ -114,10 +115,12 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 
 def _stops_at_damage(method: Method) -> Method:
     """A read or write of the journal: once one found the journal damaged, every later one raises the same, so a
-    process that saw damage never appends (or sends) on the rest."""
+    process that saw damage never appends (or sends) on the rest; none is made by a process forked after the
+    journal was opened."""
 
     @functools.wraps(method)
     def guarded(self: Journal, *args: Any, **kwargs: Any) -> Any:
+        refuse_if_forked(self._opened_by, self.path)
         if self._damage is not None:
             raise JournalCorrupt(self._damage)
         try:
@@ -169,6 +172,7 @@ class Journal:
         self.path = Path(path)
         self.torn: list[str] = []
         self._damage: str | None = None  # what the first JournalCorrupt said
+        self._opened_by = os.getpid()
         self._key = key
         self._checkpoint_every = checkpoint_every
         self._segment_bytes = segment_bytes

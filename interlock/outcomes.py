@@ -26,6 +26,7 @@ class RefusalCode(str, enum.Enum):
     LEASE_AT_RECOVERY = "lease_at_recovery"  # recovery found the authority ended and the effect not landed
     STALE_PREMISE_AT_RECOVERY = "stale_premise_at_recovery"  # recovery found the facts moved and it not landed
     SEND_FAILED = "send_failed"  # the caller's send raised, and the effect was found not landed once none could
+    CHECK_FAILED = "check_failed"  # reading a fact or the lease raised at the last look: nothing was sent
 
     def __str__(self) -> str:
         return self.value
@@ -48,6 +49,7 @@ class Status(str, enum.Enum):
     REFUSED_LEASE_AT_RECOVERY = REFUSED_PREFIX + RefusalCode.LEASE_AT_RECOVERY.value
     REFUSED_STALE_PREMISE_AT_RECOVERY = REFUSED_PREFIX + RefusalCode.STALE_PREMISE_AT_RECOVERY.value
     REFUSED_SEND_FAILED = REFUSED_PREFIX + RefusalCode.SEND_FAILED.value
+    REFUSED_CHECK_FAILED = REFUSED_PREFIX + RefusalCode.CHECK_FAILED.value
 
     def __str__(self) -> str:
         return self.value
@@ -83,7 +85,8 @@ class Outcome:
 
     `evidence` is what the service answered (or what a lookup found); `rechecked` the last check of lease and
     premises; `error` the type and message of an exception raised by the send, journaled with it; `decide_at`
-    (epoch seconds), for IN_FLIGHT, when a request that may still land can no longer land, so recovery can decide.
+    (epoch seconds), for IN_FLIGHT, when a request that may still land can no longer land, so recovery can decide;
+    `reason`, for a refusal, why, as journaled with it (the facts that moved, the service's answer).
     """
 
     status: Status
@@ -92,6 +95,7 @@ class Outcome:
     rechecked: Check | None = None
     error: dict[str, str] | None = None
     decide_at: float | None = None
+    reason: Any = None
 
     @property
     def landed(self) -> bool | None:
@@ -115,7 +119,8 @@ class Outcome:
         status: `book(...).raise_for_status().evidence`.
         """
         if self.status.refused:
-            raise EffectRefused(f"effect {self.effect_id} refused: {self.status.value}", self)
+            why = f" ({self.reason})" if self.reason is not None else ""
+            raise EffectRefused(f"effect {self.effect_id} refused: {self.status.value}{why}", self)
         if self.status.landed is None:
             when = f"; decidable after {self.decide_at:.3f}" if self.decide_at is not None else ""
             raise EffectUnsettled(f"effect {self.effect_id} is {self.status.value}{when}", self)

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from . import hooks as points
 from ._protocols import ClaimLike, JournalLike
+from .canonical import round_trip_problem
 from .checks import Check, check
 from .effects import Effect, proposal
 from .errors import ClaimLost
@@ -43,6 +44,29 @@ POLL_SECONDS = 0.005  # how often recovery looks whether a stopped holder is gon
 def describe_error(exc: BaseException) -> dict[str, str]:
     """The type and message of an exception, as journaled with the send that raised it."""
     return {"type": type(exc).__qualname__, "message": str(exc)}
+
+
+def last_look(journal: JournalLike, claim: ClaimLike, eid: str, recheck: Callable[[], Check]) -> Check:
+    """The check right before a send, after the send is journaled. When reading a fact or the lease raises, nothing
+    is sent: the send is closed as not made by a refusal that leaves the effect open to a later decision
+    (`check_failed`), and the reader's error goes to the caller. If even that refusal cannot be written, the send
+    stays open for recovery, which looks the effect up before it sends anything."""
+    try:
+        return recheck()
+    except Exception as exc:
+        try:
+            refuse(journal, claim, eid, RefusalCode.CHECK_FAILED, f"the last look before the send raised: {exc!r}",
+                   None, resolves=False, epoch=claim.epoch, error=describe_error(exc))
+        except Exception:
+            pass  # the reader's error is what the caller must see; the open send is recovery's to settle
+        raise
+
+
+def as_evidence(value: Any) -> Any:
+    """A service's answer as the journal can hold it: itself when it comes back from JSON unchanged, else what
+    Python shows of it (`{"python_repr": ...}`), so an answer JSON cannot hold (a datetime, bytes, a set, a NaN)
+    never keeps a landed effect from being recorded."""
+    return value if round_trip_problem(value) is None else {"python_repr": repr(value)}
 
 
 def append_claimed(journal: JournalLike, claim: ClaimLike, kind: str, effect_id: str,
@@ -212,7 +236,7 @@ class Recovery:
             return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=error or describe_error(exc))
         if found is None:
             return None
-        data: dict[str, Any] = {"via": "recovery-query", "found": found,
+        data: dict[str, Any] = {"via": "recovery-query", "found": as_evidence(found),
                                 "rechecked": rechecked.journaled() if rechecked else None, "epoch": self.claim.epoch}
         if error is not None:
             data["error"] = error
@@ -239,7 +263,8 @@ class Recovery:
         append_claimed(self.journal, self.claim, REDISPATCHED, self.eid,
                        {"via": via, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         self.hooks.reach(points.RECOVERY_BEFORE_RESEND)
-        looked = self.recheck()  # the last look: only the read, the confirm and the request stand before the send
+        # the last look: only the read, the confirm and the request stand before the send
+        looked = last_look(self.journal, self.claim, self.eid, self.recheck)
         if not looked.passed:
             return self._settle_unsent(looked)
         if not self.claim.confirm():
@@ -259,7 +284,8 @@ class Recovery:
             return self.send_failed(exc, rechecked)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
         append_settled(self.journal, self.claim, COMMITTED, self.eid,
-                       {"via": via, "result": result, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
+                       {"via": via, "result": as_evidence(result), "rechecked": rechecked.journaled(),
+                        "epoch": self.claim.epoch})
         return Outcome(status, self.eid, result, rechecked)
 
     def _look_after_lost(self, rechecked: Check, exc: BaseException) -> Outcome:
@@ -293,4 +319,4 @@ def refuse(journal: JournalLike, claim: ClaimLike, eid: str, code: RefusalCode, 
         entry[key] = looked.journaled()
     if append_settled(journal, claim, REFUSED, eid, {**entry, **data}).get("kind") == LATE_RESULT:
         raise ClaimLost(f"the claim on {eid} was taken over: its refusal is a late result, its successor settles it")
-    return Outcome(Status.refusal(code), eid, rechecked=looked)
+    return Outcome(Status.refusal(code), eid, rechecked=looked, reason=reason)

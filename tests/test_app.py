@@ -315,3 +315,54 @@ def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_t
     recovered = app.recover()
     outcome = (recovered.settled + [u.outcome for u in recovered.unsettled])[0]
     assert outcome.status == settles
+
+
+def test_a_call_spelled_with_keywords_is_the_same_effect(tmp_path):
+    app, count, calls = counter_app(tmp_path)
+    assert count("pages").status == "COMMITTED"
+    assert count(name="pages").status == "DUPLICATE_IGNORED"
+    assert count("pages", n=1).status == "DUPLICATE_IGNORED"  # passed by name where it could go by position
+    assert len(calls) == 1
+    app.close()
+
+
+def test_the_lease_function_is_asked_once_per_check(tmp_path):
+    asked = []
+
+    def lease(name, n=1):
+        asked.append(name)
+        return True
+
+    app, count, _ = counter_app(tmp_path, lease=lease)
+    assert count("pages").status == "COMMITTED"
+    assert len(asked) == 3  # the decision's record, the check before the dispatch, the last look
+    app.close()
+
+
+@pytest.mark.parametrize("address, says", [("", "expected a postgresql:// URL or a file path"),
+                                           ("sqlite:///x.db", "only postgresql:// URLs name a database"),
+                                           ("{tmp}", "is a folder"), ("{tmp}/no/such/j.jsonl", "does not exist")])
+def test_an_address_that_cannot_be_a_journal_is_a_configuration_error(tmp_path, address, says):
+    with pytest.raises(ConfigurationError, match=says):
+        Interlock(address.format(tmp=tmp_path))
+
+
+@pytest.mark.parametrize("option", [{"claim_wait": "5"}, {"claim_wait": -1}, {"claim_ttl": 0}, {"claim_ttl": None}])
+def test_a_wait_or_lifetime_that_is_not_a_number_of_seconds_is_a_configuration_error(tmp_path, option):
+    with pytest.raises(ConfigurationError, match=next(iter(option))):
+        Interlock(tmp_path / "journal.jsonl", **option)
+
+
+def test_a_sync_action_with_an_async_fact_inside_a_running_loop_says_to_declare_it_async(tmp_path):
+    async def slot(name, n=1):
+        return []
+
+    app, count, calls = counter_app(tmp_path, facts={"slot": slot}, read_at_call=True)
+
+    async def agent():
+        return count("pages")
+
+    with pytest.raises(ConfigurationError, match="declare the action `async def`"):
+        asyncio.run(agent())
+    assert calls == []
+    app.close()

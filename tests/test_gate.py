@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -10,8 +11,8 @@ import pytest
 from interlock.backends import open_journal
 from pg_worker import fresh_database, pg_cluster  # noqa: F401  (fixture)
 from tests.hazard_worker import journal_address
-from interlock import (CallableLease, Check, ConfigurationError, Effect, FunctionTarget, Gate, Premise, Rejected, bundle, effect_id_for,
-                       verify)
+from interlock import (CallableLease, Check, ConfigurationError, Effect, EffectRefused, FunctionTarget, Gate, Premise, Rejected,
+                       bundle, effect_id_for, verify)
 
 
 class Service:
@@ -351,3 +352,69 @@ def test_a_resend_whose_answer_is_lost_and_not_found_stays_open_and_is_not_sent_
     journal = journal_in(tmp_path)[0]
     assert journal.effect(outcome.effect_id).open_dispatch  # a request of the resend may still land
     assert journal.entries(outcome.effect_id)[-1]["kind"] == "REDISPATCHED"
+
+
+def test_a_fact_reader_that_raises_at_the_last_look_closes_the_send_as_not_made(tmp_path, service):
+    away = []
+
+    class Outage:
+        """The fact store goes away once DISPATCHED is journaled, before the last look, and comes back after."""
+
+        def reach(self, point):
+            if point == "before_send" and not away:
+                away.append(True)
+
+    target = FunctionTarget("svc", service.send, tier=3, in_flight=0.0)
+    gate = gated(tmp_path, target, claim_wait=0.5, hooks=Outage())
+
+    def generation():
+        if away[-1:] == [True]:
+            away.append(False)
+            raise ConnectionError("fact store away")
+        return "17"
+
+    blip = Effect("rollback:b/o:INC-1", {"to": "v41"}, [Premise("generation", generation, decided="17")])
+    with pytest.raises(ConnectionError, match="fact store away"):
+        gate.submit(blip)
+    assert service.landed == []
+    eid = effect_id_for("rollback:b/o:INC-1")
+    refused = gate.journal.entries(eid)[-1]
+    assert (refused["kind"], refused["code"], refused["resolves"]) == ("REFUSED", "check_failed", False)
+    assert refused["error"] == {"type": "ConnectionError", "message": "fact store away"}
+    assert gate.journal.effect(eid).open_dispatch is False
+    assert gate.submit(blip).status == "COMMITTED" and len(service.landed) == 1  # decided again, sent once
+    receipt = verify(bundle(gate.journal, eid))
+    assert receipt["valid"] and receipt["happened"] is True and receipt["happened_once"] is True
+
+
+@pytest.mark.parametrize("answer", [float("nan"), b"bytes", {1, 2}, (1, 2), {"at": time.gmtime(0)}])
+def test_an_answer_json_cannot_hold_is_journaled_as_python_shows_it_and_the_effect_settles(tmp_path, answer):
+    sent = []
+    target = FunctionTarget("svc", lambda eid, payload: sent.append(eid) or answer, tier=1)
+    gate = gated(tmp_path, target, claim_wait=0.5)
+    first = gate.submit(effect())
+    assert first.status == "COMMITTED" and first.evidence is answer
+    again = gate.submit(effect())
+    assert again.status == "DUPLICATE_IGNORED" and again.evidence == {"python_repr": repr(answer)}
+    assert len(sent) == 1
+    lines = list(gate.journal.lines()) if hasattr(gate.journal, "lines") else []
+    for entry in gate.journal.entries(first.effect_id):  # every entry is JSON, without NaN
+        json.loads(json.dumps(entry, allow_nan=False))
+    assert all("NaN" not in line for line in lines)
+
+
+def test_a_send_answered_with_a_list_is_one_landing_not_copies(tmp_path):
+    target = FunctionTarget("svc", lambda eid, payload: [{"id": 1}, {"id": 2}], tier=1)
+    gate = gated(tmp_path, target, claim_wait=0.5)
+    outcome = gate.submit(effect())
+    receipt = verify(bundle(gate.journal, outcome.effect_id))
+    assert receipt["valid"] and receipt["held_twice"] == [] and receipt["happened_once"] is True
+
+
+def test_a_refusal_says_why_in_its_outcome_and_when_raised(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    moved = gate.submit(effect(generation="18", decided="17"))
+    assert moved.status == "REFUSED:stale_premise" and "generation" in str(moved.reason)
+    with pytest.raises(EffectRefused, match=r"REFUSED:stale_premise \(.*generation"):
+        moved.raise_for_status()
+    assert gate.submit(effect({"to": "v40"})).reason.startswith("the effect id was journaled with another payload")

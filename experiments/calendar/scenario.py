@@ -87,6 +87,11 @@ class Calendar(Scenario):
     journal_file = JOURNAL_FILE
     actions = ("slot_taken", "request_cancelled")
 
+    @property
+    def _standin(self) -> CalendarStandin:
+        """The embedded Calendar stand-in an offline run drives: its cuts, delays and write log."""
+        return cast("CalendarStandin", self.services.calendar)
+
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """How many unforced raced trials per system."""
@@ -142,7 +147,7 @@ class Calendar(Scenario):
     def arm_cut(self, case: Case) -> None:
         """The stand-in stores the agent's insert, then resets the connection before the answer."""
         ours = case.ids["agent_event_id"]
-        cast("CalendarStandin", self.services.calendar).cut_next(
+        self._standin.cut_next(
             lambda e: e["method"] == "insert" and e["event_id"] == ours and e["status"] == 200)
 
     def _customer(self, case: Case, when: str) -> dict[str, Any]:
@@ -194,12 +199,12 @@ class Calendar(Scenario):
     def slow_writes(self, case: Case, seconds: float) -> None:
         """The stand-in holds each insert of the agent's event for `seconds` before it stores it."""
         ours = case.ids["agent_event_id"]
-        cast("CalendarStandin", self.services.calendar).delays.slow(
+        self._standin.delays.slow(
             ours, lambda r: r["method"] == "insert" and r["event_id"] == ours, seconds)
 
     def held_writes(self, case: Case) -> list[dict[str, Any]]:
         """The agent inserts the stand-in held so far."""
-        return cast("CalendarStandin", self.services.calendar).delays.arrivals(case.ids["agent_event_id"])
+        return self._standin.delays.arrivals(case.ids["agent_event_id"])
 
     def release(self, case: Case) -> None:
         """Stop holding the event's inserts."""
@@ -210,7 +215,7 @@ class Calendar(Scenario):
         """The published `outage` record: what the world did, or the connection cut the stand-in logged."""
         if case.fault.cut:
             ours = case.ids["agent_event_id"]
-            cut = [e for e in cast("CalendarStandin", self.services.calendar).write_log()
+            cut = [e for e in self._standin.write_log()
                    if e["cut"] and e["event_id"] == ours]
             return {"connection_cut": cut[0] if cut else None,
                     "when": "after the stand-in stored the insert, before the worker read the answer"}
@@ -269,7 +274,7 @@ class Calendar(Scenario):
                 "--systems", ",".join(systems), "--trials", str(self.args.raced_trials), "--seed", str(seed)]
         worker = harness.run_worker("experiments.calendar.raced", args, worker_env(None), RACED_TIMEOUT_SECONDS)
         rows = harness.collect_artifacts(directory).get(TRIALS_FILE, [])
-        inserts = {e["event_id"]: e for e in cast("CalendarStandin", self.services.calendar).write_log()
+        inserts = {e["event_id"]: e for e in self._standin.write_log()
                    if e["method"] == "insert"}
         trials = [{**row, "agent_insert": inserts.get(row["event_id"]),
                    "customer_insert": inserts.get(row.get("customer_event")),
