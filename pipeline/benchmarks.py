@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .load import Node, read
+from .load import Node, quote, read
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ def targets(file: Node) -> tuple[Target, ...]:
         item = stated.at(figure)
         measured, relation = item.get("measured", "number"), item.get("target", "string")
         if not (match := _RELATION.match(relation)):
-            raise item.at("target").bad(f"expected a relation and a number, such as '>= 1.5', got {relation!r}")
+            raise item.at("target").bad(f"expected a relation and a number, such as '>= 1.5', got {quote(relation)}")
         sign, bound = match[1], float(match[2])
         found.append(Target(figure, measured, relation, f"{_WORDS[sign]} {value(bound)}{_suffix(figure)}",
                             _HOLDS[sign](measured, bound), item.get("met", "boolean")))

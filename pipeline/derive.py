@@ -17,7 +17,7 @@ from .commits import commit_said
 from .machine import cores_said, load_said
 from .disagreements import disagreements
 from .faults import fault_of
-from .load import Node, read
+from .load import Node, quote, read
 from .model import Cell, Decision, Provenance, Scenario, Service
 from .outcomes import claim
 from .raced import raced_dispatch
@@ -31,10 +31,18 @@ _PUBLISHED_SERVICES = {GCP.name: ("object_store", "service"), CALENDAR.name: ("c
 
 
 def _exits(cell: Node) -> tuple[int, ...]:
-    """The workers' exit codes: `worker_exits`, or the published calendar file's `worker_exit_codes`."""
+    """The workers' exit codes: `worker_exits`, or the published calendar file's `worker_exit_codes`.
+
+    The first worker's is always there, and a SIGKILLed first worker (-9) always has a restart worker after it.
+    """
     node = cell.at("worker_exits" if cell.has("worker_exits") or not cell.has("worker_exit_codes")
                    else "worker_exit_codes")
-    return tuple(item.expect("integer") for item in node.items())
+    exits = tuple(item.expect("integer") for item in node.items())
+    if not exits:
+        raise node.bad("no exit code: the first worker's is needed")
+    if exits == (-9,):
+        raise node.bad("the first worker was SIGKILLed (-9) and no restart worker's exit follows")
+    return exits
 
 
 def _entries(node: Node) -> list[dict[str, Any]]:
@@ -197,7 +205,7 @@ def _cells(node: Node, scenario: str) -> tuple[Cell, ...]:
         cell = derive_cell(item, i, scenario)
         key = (cell.fault, cell.system)
         if key in seen:
-            raise item.bad(f"a second cell of fault {cell.fault!r}, system {cell.system!r} (the first is "
+            raise item.bad(f"a second cell of fault {quote(cell.fault)}, system {quote(cell.system)} (the first is "
                            f"{node.child_path(seen[key])})")
         seen[key] = i
         cells.append(cell)

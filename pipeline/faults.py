@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .load import Node
+from .load import Node, quote
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,6 @@ def fault_of(cell: Node, scenario: str) -> Fault:
     name = node.expect("string")
     fault = CATALOGUE[scenario].get(name)
     if fault is None:
-        raise node.bad(f"unknown fault {name!r} for {scenario}: the fault catalogue (pipeline/faults.py) has no "
+        raise node.bad(f"unknown fault {quote(name)} for {scenario}: the fault catalogue (pipeline/faults.py) has no "
                        "row saying what it wants")
     return fault

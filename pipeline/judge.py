@@ -3,9 +3,10 @@ or the events on the calendar slot."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
-from .load import Node
+from .load import Node, quote
 from .model import GroundTruth
 from .faults import Fault
 
@@ -18,9 +19,22 @@ def _writer(obj: Node) -> str:
     return (metadata.opt("writer", "string") if metadata else None) or "unknown"
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _generation_order(generation: Node) -> tuple[int, str]:
+    """Where a generation sorts: it must be a decimal number, compared as digits (int() stops at 4,300 of them)."""
+    text = generation.expect("string")
+    if not _DIGITS.fullmatch(text):
+        raise generation.bad(f"not a generation number: {quote(text)}")
+    digits = text.lstrip("0") or "0"
+    return len(digits), digits
+
+
 def _gcp_writes_from_versions(artifacts: Node) -> list[tuple[str, str]]:
-    versions = [(v.get("generation", "string"), _writer(v)) for v in artifacts.at("gcs_versions_raw").items()]
-    return sorted(versions, key=lambda pair: int(pair[0]))
+    versions = [(v.at("generation"), _writer(v)) for v in artifacts.at("gcs_versions_raw").items()]
+    ordered = sorted(versions, key=lambda pair: _generation_order(pair[0]))
+    return [(generation.value, writer) for generation, writer in ordered]
 
 
 # Requests that create a generation (uploads, inserts, copies); the proxy also logs reads and listings.
@@ -52,7 +66,7 @@ def judge_gcp(cell: Node, fault: Fault) -> GroundTruth:
         ids = cell.opt_node("ids")
         writes = _gcp_writes_from_write_log(artifacts, ids.opt("object", "string") if ids else None)
     else:
-        raise cell.at("ground_truth_source").bad(f"unknown ground truth source {source!r} for gcp_resource")
+        raise cell.at("ground_truth_source").bad(f"unknown ground truth source {quote(source)} for gcp_resource")
     live = artifacts.opt_node("gcs_live_raw")
     if live is not None:
         live_generation, live_owner = live.get("generation", "string"), _writer(live)
@@ -70,15 +84,17 @@ def judge_gcp(cell: Node, fault: Fault) -> GroundTruth:
 
 
 def _when(moment: Node) -> datetime:
-    """An event start or end: a dateTime, or an all-day date."""
-    if moment.has("dateTime"):
-        text = moment.get("dateTime", "string")
-    else:
-        text = moment.get("date", "string") + "T00:00:00+00:00"
+    """An event start or end: an RFC 3339 dateTime, which carries its UTC offset, or an all-day date (UTC)."""
+    all_day = not moment.has("dateTime")
+    node = moment.at("date" if all_day else "dateTime")
+    text = node.expect("string")
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text + "T00:00:00+00:00" if all_day else text.replace("Z", "+00:00"))
     except ValueError:
-        raise moment.bad(f"not an RFC3339 time: {text!r}") from None
+        raise node.bad(f"not an RFC 3339 {'date' if all_day else 'time'}: {quote(text)}") from None
+    if when.tzinfo is None:
+        raise node.bad(f"not an RFC 3339 time: {quote(text)} has no UTC offset")
+    return when
 
 
 def _span(event: Node) -> tuple[datetime, datetime]:
@@ -101,12 +117,11 @@ def judge_calendar(cell: Node, fault: Fault) -> GroundTruth:
     outage = cell.opt_node("outage")
     before = outage.opt_node("events_on_slot_before") if outage else None
     already = tuple(item.expect("string") for item in before.items()) if before else ()
-    double = False
-    for mine in ours:
-        if mine.get("id", "string") in already:
-            continue
-        start, end = _span(mine)
-        double = double or any(s < end and start < e for s, e in map(_span, others))
+    # every live event's times are read, so a bad one is refused even where the overlap test would not need it
+    theirs = [_span(e) for e in others]
+    mine = [_span(e) for e in ours]
+    fresh = [span for e, span in zip(ours, mine) if e.get("id", "string") not in already]
+    double = any(s < end and start < e for start, end in fresh for s, e in theirs)
     agent = tuple(e.get("id", "string") for e in ours)
     want = fault.want
     return GroundTruth(

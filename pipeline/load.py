@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ _EXPECTED = {
     "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,), "integer": (int,),
     "number": (int, float),
 }
+_QUOTED = 60  # characters of a value a message quotes before it cuts the rest
 
 
 class BadInput(Exception):
@@ -30,6 +34,17 @@ def json_type(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "number"
     return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def quote(value: Any) -> str:
+    """A value from a file as a one-line message quotes it: repr(), cut after _QUOTED characters saying how long."""
+    if isinstance(value, str):
+        if len(value) <= _QUOTED:
+            return repr(value)
+        cut = repr(value[:_QUOTED])
+        return f"{cut[:-1]}…{cut[-1]} ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= _QUOTED else f"{text[:_QUOTED]}… ({len(text):,} characters)"
 
 
 class Node:
@@ -60,6 +75,8 @@ class Node:
         ok = isinstance(value, _EXPECTED[kind]) and not (isinstance(value, bool) and kind in ("integer", "number"))
         if not ok:
             raise self.bad(f"expected {kind}{' or null' if nullable else ''}, got {json_type(value)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.bad(f"expected a finite {kind}, got one too large for a float (it reads as {value})")
         return value
 
     def child_path(self, key: str | int) -> str:
@@ -102,6 +119,24 @@ class Node:
         return [Node(v, self, self.file, i) for i, v in enumerate(self.expect("array"))]
 
 
+class _NotJson(Exception):
+    """Text json.loads would take that is not JSON: NaN, Infinity, or a key given twice in one object."""
+
+
+def _no_constant(literal: str) -> Any:
+    """json.loads' hook for NaN, Infinity and -Infinity, which are not JSON (and `judge --json` could not print)."""
+    raise _NotJson(f"{literal} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads' hook building each object: a key given twice is refused, where json would keep the last."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        key = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise _NotJson(f"the key {quote(key)} is given twice in one object")
+    return obj
+
+
 def read(path: str | Path) -> Node:
     """Parse one result file; a file that is unreadable, truncated or not JSON is bad input at `$`."""
     name = str(path)
@@ -112,12 +147,18 @@ def read(path: str | Path) -> Node:
     except UnicodeDecodeError as exc:
         raise BadInput(name, "$", f"not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         at_end = exc.pos >= len(text.rstrip())
         open_string = exc.msg.startswith("Unterminated string") and '"' not in text[exc.pos + 1:]
         cut = " (truncated?)" if at_end or open_string else ""
         raise BadInput(name, "$", f"not valid JSON{cut}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except _NotJson as exc:
+        raise BadInput(name, "$", f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadInput(name, "$", "arrays or objects nested too deeply to read") from None
+    except ValueError:  # json.loads' only other error: an integer longer than int() converts
+        raise BadInput(name, "$", f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
     node = Node(value, "", name)
     node.expect("object")
     return node

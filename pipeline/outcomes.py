@@ -7,7 +7,7 @@ until then the judge refuses the file rather than guess.
 
 from __future__ import annotations
 
-from .load import Node
+from .load import Node, quote
 
 LANDED = frozenset({
     "WRITTEN", "BOOKED", "ALREADY_APPLIED", "ALREADY_EXISTS_409", "FOUND_BY_LOOKUP",
@@ -33,7 +33,7 @@ def landed(outcome: str) -> bool | None:
         return False
     if outcome in CANNOT_SAY:
         return None
-    raise UnknownOutcome(f"unknown outcome {outcome!r}")
+    raise UnknownOutcome(f"unknown outcome {quote(outcome)}")
 
 
 def claim(node: Node) -> bool | None:

@@ -117,9 +117,10 @@ def gate_record(entries: list[dict[str, Any]], source: str) -> tuple[RecordSays,
         recorded = entry.get("checks") or entry.get("rechecked")
         if recorded:
             checks.append(f"{entry.get('kind')}: {recorded!r}")
-        if entry.get("kind") in _SEND_CHECK:
+        kind = entry.get("kind")
+        if isinstance(kind, str) and kind in _SEND_CHECK:  # a damaged kind (a list, say) is verify()'s to report
             sends += 1
-            unchecked += not entry.get(_SEND_CHECK[entry["kind"]])
+            unchecked += not entry.get(_SEND_CHECK[kind])
     happened = receipt.get("happened")
     unresolved = int(happened == "unknown")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .load import Node
+from .load import Node, quote
 from .model import Service
 
 GATE = "interlock"
@@ -43,7 +43,7 @@ def scenario_name(top: Node) -> str:
     node = top.at(key)
     name: str = node.expect("string")  # expect() has checked it is a string
     if name not in SPECS:
-        raise node.bad(f"unknown scenario {name!r} (known: {', '.join(SPECS)})")
+        raise node.bad(f"unknown scenario {quote(name)} (known: {', '.join(SPECS)})")
     return name
 
 

@@ -8,9 +8,10 @@ itself, which is shown as stored and labelled so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from .load import Node
+from .load import Node, quote
 
 
 @dataclass(frozen=True)
@@ -27,14 +28,36 @@ class Settle:
         return self.start is not None
 
 
+def _seconds(node: Node, kind: str = "number") -> float:
+    """A clock reading or a figure in seconds, of JSON type `kind`: a finite number (the crash marker holds text)."""
+    value = node.expect(kind)
+    try:
+        seconds = float(value)
+    except (ValueError, OverflowError):
+        raise node.bad(f"not a time in seconds: {quote(value)}") from None
+    if not math.isfinite(seconds):
+        raise node.bad(f"not a finite time in seconds: {quote(value)}")
+    return seconds
+
+
+def _between(start: Node, end: Node, start_kind: str = "number") -> float:
+    """Seconds from the clock reading at `start` to the one at `end`, to 0.1 s: never negative, never endless."""
+    began, ended = _seconds(start, start_kind), _seconds(end)
+    seconds = ended - began
+    if seconds < 0:
+        raise start.bad(f"{began} is after {end.path} ({ended}): a negative duration")
+    if math.isinf(seconds):
+        raise start.bad(f"{began} is too far from {end.path} ({ended}) to measure")
+    return round(seconds, 1)
+
+
 def _timeline(timeline: Node) -> Settle:
-    end = timeline.get("restart_exit_at", "number")
-    crashed = timeline.get("crashed_at", "number", nullable=True)
-    if crashed is not None:
-        return Settle(round(end - crashed, 1), "crash to the restart worker's exit (timeline)", "crash")
-    first = timeline.get("first_exit_at", "number")
-    return Settle(round(end - first, 1), "no crash: the first worker's exit to the restart worker's exit (timeline)",
-                  "first worker's exit")
+    end = timeline.at("restart_exit_at")
+    if timeline.get("crashed_at", "number", nullable=True) is not None:
+        return Settle(_between(timeline.at("crashed_at"), end), "crash to the restart worker's exit (timeline)",
+                      "crash")
+    return Settle(_between(timeline.at("first_exit_at"), end),
+                  "no crash: the first worker's exit to the restart worker's exit (timeline)", "first worker's exit")
 
 
 def _marker(artifacts: Node) -> Settle | None:
@@ -43,11 +66,7 @@ def _marker(artifacts: Node) -> Settle | None:
     crashed = artifacts.opt("crashed_at", "string")
     if restart is None or crashed is None or restart.opt("settled_at", "number") is None:
         return None
-    try:
-        crashed_at = float(crashed)
-    except ValueError:
-        raise artifacts.at("crashed_at").bad(f"not a time: {crashed!r}") from None
-    return Settle(round(restart.get("settled_at", "number") - crashed_at, 1),
+    return Settle(_between(artifacts.at("crashed_at"), restart.at("settled_at"), "string"),
                   "crash marker to the restart worker's settled_at", "crash marker")
 
 
@@ -62,5 +81,8 @@ def settle(cell: Node) -> Settle:
         return measured
     if not cell.has("seconds_to_settle"):
         cell.at("timeline")  # raises: a raw cell must carry its timeline
-    return Settle(float(cell.get("seconds_to_settle", "number")), "as stored: the file keeps no timeline to measure "
-                  "it from", None)
+    stored = cell.at("seconds_to_settle")
+    seconds = _seconds(stored)
+    if seconds < 0:
+        raise stored.bad(f"a negative duration: {seconds}")
+    return Settle(seconds, "as stored: the file keeps no timeline to measure it from", None)

@@ -103,3 +103,180 @@ def test_the_published_files_judge_with_exit_0_and_no_disagreement_in_json():
     assert set(judged["cells"][0]) == {"file", "scenario", "fault", "system", "outcome", "agent_writes", "want",
                                        "invariant_held", "answer_matches", "can_prove", "seconds_to_settle",
                                        "seconds_basis"}
+
+
+# ---- input the judge used to crash on, let through, or quote at any length -------------------------------------
+
+RAW = ROOT / "results" / "scenarios"
+
+
+def raw_copy(tmp_path: Path, name: str, damage) -> Path:
+    """A copy of a committed raw result file (results/scenarios), damaged in place."""
+    data = json.loads((RAW / name).read_text())
+    damage(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def text_copy(tmp_path: Path, name: str, damage, literal: str) -> Path:
+    """A copy of a published file whose damaged value is written as `literal`, text json.dumps would never write."""
+    path = broken_copy(tmp_path, name, damage)
+    text = path.read_text()
+    assert text.count('"@@"') == 1
+    path.write_text(text.replace('"@@"', literal))
+    return path
+
+
+def test_a_generation_that_is_not_a_number_is_one_line_naming_the_field(tmp_path):
+    path = broken_copy(tmp_path, "gcp_resource.json",
+                       lambda d: d["cells"][0]["artifacts"]["gcs_versions_raw"][0].update(generation="abc"))
+    assert_one_line(judge(path), f"{path}: cells[0].artifacts.gcs_versions_raw[0].generation: not a generation "
+                                 "number: 'abc'")
+
+
+def test_a_generation_of_thousands_of_digits_is_ordered_as_a_number(tmp_path):
+    """int() refuses more than 4,300 digits; the listing's order does not need it (the raw file stores no verdict)."""
+    def damage(data):
+        versions = data["cells"][0]["artifacts"]["gcs_versions_raw"]
+        versions[0]["generation"] = "0" * 5000 + versions[0]["generation"]
+    result = judge(raw_copy(tmp_path, "gcp_resource.json", damage))
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("cell,event", [(12, 1), (3, 0)], ids=["the agent's event", "an event no overlap needs"])
+def test_a_calendar_time_without_a_utc_offset_is_not_rfc_3339(tmp_path, cell, event):
+    def damage(data):
+        data["cells"][cell]["ground_truth"]["events_list"][event]["start"]["dateTime"] = "2026-10-13T22:53:00"
+    path = broken_copy(tmp_path, "calendar.json", damage)
+    assert_one_line(judge(path), f"{path}: cells[{cell}].ground_truth.events_list[{event}].start.dateTime: not an "
+                                 "RFC 3339 time: '2026-10-13T22:53:00' has no UTC offset")
+
+
+def test_a_journal_entry_whose_kind_is_a_list_fails_its_receipt_not_the_run(tmp_path):
+    def damage(data):
+        for entry in data["cells"][2]["evidence"]["receipt_bundle"]["entries"]:
+            entry["kind"] = [1]
+    path = broken_copy(tmp_path, "calendar.json", damage)
+    result = subprocess.run([sys.executable, "-m", "pipeline", "judge", "--json", str(path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    judged = json.loads(result.stdout)
+    assert judged["cells"][2]["system"] == "interlock" and judged["cells"][2]["can_prove"] is False
+    assert [d["column"] for d in judged["disagreements"]] == ["can_prove_what_happened", "receipt.valid"]
+
+
+@pytest.mark.parametrize("key", ["ids", "record_says"])
+def test_a_stored_verdict_under_a_value_that_is_not_an_object_is_bad_input_not_skipped(tmp_path, key):
+    path = broken_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update({key: "x"}))
+    assert_one_line(judge(path), f"{path}: cells[0].{key}: expected object, got string")
+
+
+@pytest.mark.parametrize("name,cell,damage,problem", [
+    ("gcp_resource.json", 0, lambda c: c.update(invariant_held="false"),
+     "invariant_held: expected boolean, got string"),
+    ("gcp_resource.json", 0, lambda c: c.update(seconds_to_settle="2.0"),
+     "seconds_to_settle: expected number, got string"),
+    ("gcp_resource.json", 0, lambda c: c["ids"].update(agent_write_generations="x"),
+     "ids.agent_write_generations: expected array, got string"),
+    ("calendar.json", 0, lambda c: c["ground_truth"].update(agent_events=[7, "x"]),
+     "ground_truth.agent_events[0]: expected string, got number"),
+], ids=["boolean as text", "seconds as text", "id list as text", "id list of a number and a string"])
+def test_a_stored_verdict_of_the_wrong_type_is_bad_input_naming_it(tmp_path, name, cell, damage, problem):
+    path = broken_copy(tmp_path, name, lambda d: damage(d["cells"][cell]))
+    assert_one_line(judge(path), f"{path}: cells[{cell}].{problem}")
+
+
+@pytest.mark.parametrize("marker", ["nan", "inf", "-inf", "1e999"])
+def test_a_crash_marker_that_is_not_a_finite_time_is_bad_input(tmp_path, marker):
+    path = broken_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0]["artifacts"].update(crashed_at=marker))
+    assert_one_line(judge(path), f"{path}: cells[0].artifacts.crashed_at: not a finite time in seconds: '{marker}'")
+
+
+def test_a_crash_after_the_restart_exited_is_a_negative_duration_not_a_figure(tmp_path):
+    def damage(data):
+        timeline = data["cells"][0]["timeline"]
+        timeline["crashed_at"] = timeline["restart_exit_at"] + 100
+    path = raw_copy(tmp_path, "gcp_resource.json", damage)
+    timeline = json.loads(path.read_text())["cells"][0]["timeline"]
+    assert_one_line(judge(path), f"{path}: cells[0].timeline.crashed_at: {timeline['crashed_at']} is after "
+                                 f"cells[0].timeline.restart_exit_at ({timeline['restart_exit_at']}): a negative "
+                                 "duration")
+
+
+def test_a_crash_marker_after_the_restart_settled_is_a_negative_duration(tmp_path):
+    path = broken_copy(tmp_path, "gcp_resource.json",
+                       lambda d: d["cells"][0]["artifacts"].update(crashed_at="1789338999"))
+    assert_one_line(judge(path), f"{path}: cells[0].artifacts.crashed_at: 1789338999.0 is after "
+                                 'cells[0].artifacts["outcome_restart.json"].settled_at (1789338914.6910012): a '
+                                 "negative duration")
+
+
+def test_a_stored_figure_that_is_negative_is_bad_input(tmp_path):
+    path = broken_copy(tmp_path, "calendar.json", lambda d: d["cells"][2].update(seconds_to_settle=-100.0))
+    assert_one_line(judge(path), f"{path}: cells[2].seconds_to_settle: a negative duration: -100.0")
+
+
+def test_a_clock_reading_that_overflows_a_float_is_bad_input_naming_it(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json",
+                     lambda d: d["cells"][0]["artifacts"]["outcome_restart.json"].update(settled_at="@@"), "1e999")
+    assert_one_line(judge(path), f'{path}: cells[0].artifacts["outcome_restart.json"].settled_at: expected a finite '
+                                 "number, got one too large for a float (it reads as inf)")
+
+
+def test_an_integer_clock_reading_too_large_for_a_float_is_bad_input_naming_it(tmp_path):
+    path = broken_copy(tmp_path, "gcp_resource.json",
+                       lambda d: d["cells"][0]["artifacts"]["outcome_restart.json"].update(settled_at=10 ** 400))
+    assert_one_line(judge(path), f'{path}: cells[0].artifacts["outcome_restart.json"].settled_at: not a time in '
+                                 f"seconds: 1{'0' * 59}… (401 characters)")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_literals_are_not_json(tmp_path, literal):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(seconds_to_settle="@@"), literal)
+    assert_one_line(judge(path), f"{path}: $: not valid JSON: {literal} is not a JSON number")
+
+
+def test_arrays_nested_too_deeply_to_read_are_one_line(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(deep="@@"),
+                     "[" * 100_000 + "]" * 100_000)
+    assert_one_line(judge(path), f"{path}: $: arrays or objects nested too deeply to read")
+
+
+def test_an_integer_of_more_digits_than_int_reads_is_one_line(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(seq="@@"), "9" * 5000)
+    assert_one_line(judge(path), f"{path}: $: an integer of more than 4,300 digits")
+
+
+def test_a_key_given_twice_in_one_object_is_refused_naming_the_key(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(system="@@"),
+                     '"no_check", "system": "interlock"')
+    assert_one_line(judge(path), f"{path}: $: not valid JSON: the key 'system' is given twice in one object")
+
+
+HUGE = "x" * 2_000_000
+
+
+@pytest.mark.parametrize("damage,where", [
+    (lambda d: d["cells"][0].update(fault=HUGE), "cells[0].fault: unknown fault "),
+    (lambda d: d["cells"][0]["artifacts"]["outcome_restart.json"].update(outcome=HUGE),
+     'cells[0].artifacts["outcome_restart.json"].outcome: unknown outcome '),
+    (lambda d: d["cells"][0].update(ground_truth_source=HUGE), "cells[0].ground_truth_source: unknown ground truth "
+                                                               "source "),
+    (lambda d: d.update(scenario=HUGE), "scenario: unknown scenario "),
+], ids=["fault", "outcome", "ground truth source", "scenario"])
+def test_a_huge_value_is_quoted_cut_short_with_its_length(tmp_path, damage, where):
+    path = broken_copy(tmp_path, "gcp_resource.json", damage)
+    result = judge(path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"{path}: {where}'{'x' * 60}…' (2,000,000 characters)")
+    assert len(result.stderr) < len(str(path)) + 300
+
+
+@pytest.mark.parametrize("exits,problem", [
+    ([], "no exit code: the first worker's is needed"),
+    ([-9], "the first worker was SIGKILLed (-9) and no restart worker's exit follows"),
+])
+def test_worker_exits_that_cannot_be_a_run_name_worker_exits(tmp_path, exits, problem):
+    path = broken_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(worker_exits=exits))
+    assert_one_line(judge(path), f"{path}: cells[0].worker_exits: {problem}")
