@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +18,7 @@ from .benchmarks import benchmarks
 from .chart import Drawing
 from .derive import derive
 from .load import BadInput
-from .model import Disagreement, Scenario
+from .model import Disagreement, Scenario, printable
 from .published import published_runs
 from .reliability import reliability
 from .render import render_site
@@ -26,10 +28,19 @@ RESULTS = REPO / "results" / "scenarios"
 RELIABILITY = REPO / "results" / "reliability"
 BENCH = REPO / "results" / "bench"
 CONFIG = REPO / "mkdocs.yml"
+DEFAULT_OUT = REPO / "build"
+# The folders a build writes into its out folder, and the file beside them naming those it made: only these, or
+# empty ones, are ever replaced.
+FOLDERS = ("docs", "site")
+MARKER = ".pipeline-build"
 
 
 class BuildFailed(Exception):
     """mkdocs refused the generated pages (strict mode turns any warning into this)."""
+
+
+class NotOurs(Exception):
+    """The out folder holds a docs/ or site/ the pipeline did not make, which a build would replace."""
 
 
 def _when(generated: str) -> datetime | None:
@@ -86,15 +97,52 @@ def render(files: Sequence[Path], docs: Path,
     return scenarios + [figures["scenario"] for figures in published.values()], nav
 
 
+def _made(out: Path) -> set[str]:
+    """The folders of `out` an earlier build made, as its marker names them."""
+    marker = out / MARKER
+    return set(marker.read_text(encoding="utf-8").split()) if marker.is_file() else set()
+
+
+def _replaceable(out: Path) -> None:
+    """Raise NotOurs unless each folder a build replaces is missing, empty, or made by an earlier build; the
+    checkout's own build/ folder (ignored by git, where `make results` builds) is the pipeline's whatever it holds."""
+    if out.resolve() == DEFAULT_OUT.resolve():
+        return
+    made = _made(out)
+    for name in FOLDERS:
+        folder = out / name
+        if name in made or not os.path.lexists(folder) or (folder.is_dir() and not any(folder.iterdir())):
+            continue
+        raise NotOurs(f"{folder}: not made by `python -m pipeline build` (no {out / MARKER} names it), so it is not "
+                      "replaced; move it away or build with --out elsewhere")
+
+
+def _swap(fresh: Path, out: Path) -> None:
+    """Put the freshly built folders in place of the previous ones, which go into `fresh` (removed with it)."""
+    (out / MARKER).write_text("\n".join(FOLDERS) + "\n", encoding="utf-8")
+    for name in FOLDERS:
+        if os.path.lexists(out / name):
+            (out / name).rename(fresh / f"previous-{name}")
+        (fresh / name).rename(out / name)
+
+
 def _build(files: Sequence[Path], out: Path) -> tuple[Path, list[Scenario]]:
-    """The charts are drawn while mkdocs builds the pages: mkdocs would only copy them, so they are written into
-    the Markdown tree and the built site once it is done."""
-    docs, site = out / "docs", out / "site"
-    with Drawing() as drawing:
-        scenarios, nav = render(files, docs, drawing)
-        _mkdocs(docs, site, nav, source_date_epoch(scenarios))
-        drawing.write(docs, site)
-    return site, scenarios
+    """Everything is built into a fresh folder beside the previous build, which is replaced only once the build
+    succeeded. The charts are drawn while mkdocs builds the pages: mkdocs would only copy them, so they are written
+    into the Markdown tree and the built site once it is done."""
+    _replaceable(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix="building-", dir=out))
+    try:
+        docs, site = fresh / "docs", fresh / "site"
+        with Drawing() as drawing:
+            scenarios, nav = render(files, docs, drawing)
+            _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+            drawing.write(docs, site)
+        _swap(fresh, out)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    return out / "site", scenarios
 
 
 def build(files: Sequence[Path], out: Path) -> Path:
@@ -116,13 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Build the site; bad input is one line naming file and JSON path, and exit status 2."""
     parser = argparse.ArgumentParser(prog="python -m pipeline build", description=__doc__)
     parser.add_argument("files", nargs="*", type=Path, help="result files (default: results/scenarios/*.json)")
-    parser.add_argument("--out", type=Path, default=REPO / "build", help="build folder (default: build)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build)")
     args = parser.parse_args(argv)
     files = args.files or result_files()
     try:
         site, judged = _build(files, args.out)
-    except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (BadInput, NotOurs) as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except BuildFailed as exc:
         print(f"error: mkdocs: {exc}", file=sys.stderr)
@@ -132,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
     targets = [line for bench in benchmarks(BENCH, _shown(BENCH)) for line in bench.disagreements()]
     for line in targets:
-        print(f"disagreement: {line}", file=sys.stderr)
+        print(f"disagreement: {printable(line)}", file=sys.stderr)
     published = len(judged) - len(files)
     print(f"site built in {_shown(site)}/ from {len(files)} result file(s) and {published} published run(s), "
           f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(targets)} benchmark "

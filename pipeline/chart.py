@@ -19,8 +19,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib.typing import RcKeyType  # noqa: E402
 
-# Fixed, machine-independent rendering: matplotlib's bundled DejaVu Sans drawn as paths, a fixed id salt, no date.
+# Fixed, machine-independent rendering: matplotlib's bundled DejaVu Sans drawn as paths, a fixed id salt, no date;
+# every text (a system name from a run) drawn as written, never read as mathtext.
 _RC: dict[RcKeyType, object] = {
+    "text.parse_math": False,
     "font.family": "DejaVu Sans",
     "svg.fonttype": "path",
     "svg.hashsalt": "interlock-results",

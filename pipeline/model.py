@@ -7,8 +7,17 @@ untrusted (a model's reason, an event summary, a worker log) come from the run a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+# Characters that move a terminal's cursor or start a new line: C0 and C1 controls, DEL, the Unicode separators.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """Text for one terminal line: each control character shown as its escape (a newline as \\n, ESC as \\x1b)."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,8 @@ class Disagreement:
 
     def line(self) -> str:
         """The one line `judge` prints for it."""
-        return (f"{self.file}: {self.fault} / {self.system}: {self.column}: stored {json.dumps(self.stored)}, "
-                f"derived {json.dumps(self.derived)} ({self.why})")
+        return printable(f"{self.file}: {self.fault} / {self.system}: {self.column}: stored "
+                         f"{json.dumps(self.stored)}, derived {json.dumps(self.derived)} ({self.why})")
 
     def as_json(self) -> dict[str, Any]:
         """The `judge --json` object of this disagreement."""

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from .derive import derive
+from .load import BadInput
 from .model import Scenario
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "published"
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "results" / "published"
 
 # The digests stated in results/published/README.md: a shipped copy that no longer matches is not the published run.
 SHA256 = {
@@ -53,7 +55,19 @@ def figures(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def published_runs(folder: Path = PUBLISHED) -> dict[str, dict[str, Any]]:
-    """Every shipped published run, re-judged from its artifacts, by scenario name."""
-    judged = [derive(path) for path in published_files(folder)]
-    return {scenario.name: figures(scenario) for scenario in judged}
+def shipped(path: Path) -> Path:
+    """A file of results/published/ whose bytes are the published artifact's; BadInput naming both digests if not."""
+    digest, stated = sha256(path), SHA256.get(path.name)
+    if digest == stated:
+        return path
+    shown = str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+    said = f"the published digest is {stated}" if stated else "results/published/README.md states no digest for it"
+    raise BadInput(shown, "sha256", f"{digest}, but {said}: this is not the published run")
+
+
+def published_runs(folder: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every shipped published run, re-judged from its artifacts, by scenario name: each file of results/published/
+    must have its published digest; the files of a folder given instead (a test's edited copies) are judged as
+    they are."""
+    files = published_files(folder) if folder is not None else [shipped(path) for path in published_files(PUBLISHED)]
+    return {scenario.name: figures(scenario) for scenario in map(derive, files)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .model import RacedVariant, Scenario
+from .model import RacedVariant, Scenario, printable
 
 _ANSWER = {True: "matches", False: "differs", None: "cannot say"}
 
@@ -24,15 +24,17 @@ def summary_frame(scenario: Scenario) -> pd.DataFrame:
 
 
 def as_text(scenario: Scenario) -> str:
-    """The scenario's table, summaries and verdict as plain text."""
+    """The scenario's table, summaries and verdict as plain text, a control character in a run's text escaped so
+    each line stays one line."""
     frame = pd.DataFrame([{
-        "fault": c.fault, "system": c.system, "outcome": c.outcome, "agent writes": c.agent_writes, "want": c.want,
+        "fault": printable(c.fault), "system": printable(c.system), "outcome": printable(c.outcome),
+        "agent writes": c.agent_writes, "want": c.want,
         "invariant": ("held" if c.invariant_held else "VIOLATED") + (", double booked" if c.truth.double_booked else ""),
         "answer": _ANSWER[c.answer_matches], "proof": "yes" if c.can_prove else "no",
         "seconds": f"{c.seconds_to_settle:.1f}",
     } for c in scenario.cells]).set_index(["fault", "system"])
     lines = [f"{scenario.name}: {scenario.title}", f"{scenario.source} ({scenario.provenance.summary})", "",
-             frame.to_string(), ""]
+             *frame.to_string().splitlines(), ""]
     lines += [s.line for s in scenario.summaries]
     bases = dict.fromkeys(c.seconds_basis for c in scenario.cells)
     lines += [f"seconds: {basis}" for basis in bases]
@@ -42,7 +44,7 @@ def as_text(scenario: Scenario) -> str:
     if scenario.disagreements:
         lines += ["", f"{len(scenario.disagreements)} stored verdict(s) disagree with the derived ones (listed on "
                       "stderr)"]
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))
 
 
 def _raced_line(variant: RacedVariant) -> str:

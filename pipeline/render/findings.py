@@ -4,6 +4,7 @@ was, where the connection was cut, what evidence was kept and how to verify it a
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,5 +141,5 @@ def evidence(scenario: Scenario, top: Mapping[str, Any], source: str) -> list[st
                      "the run.")
     gate = next((c for c in _gate_cells(scenario) if c.journal), None)
     if gate is not None:
-        lines.append(f"python -m published_format {source} --cell {gate.index}")
+        lines.append(f"python -m published_format {shlex.quote(source)} --cell {gate.index}")
     return lines

@@ -138,10 +138,15 @@ def _scenario_verdict(scenario: Scenario, figures: Mapping[str, Any] | None,
                                   headline.versioning_off(scenario, raw_cells)])
 
 
+def _published_slug(name: str) -> str:
+    """The folder of a scenario's published-only page."""
+    return f"published-{slug(name)}"
+
+
 def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[Run]:
-    """Each result file gets its own folder, named after the file so two runs of one scenario never collide; the
-    shown source path is relative to the repository."""
-    runs, taken = [], set()
+    """Each result file gets its own folder, named after the file so two runs of one scenario never collide, nor
+    take a published page's folder; the shown source path is relative to the repository."""
+    runs, taken = [], {_published_slug(name) for name in published}
     for scenario in sorted(scenarios, key=lambda s: (Path(s.source).name, s.source)):
         base = slug(Path(scenario.source).stem)
         name, n = base, 2
@@ -216,8 +221,13 @@ def _comparison_rows(run: Run, columns: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _write(path: Path, text: str) -> None:
+    """Each file is written once: a second page at the same path is an error, never an overwrite."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        with path.open("x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        raise FileExistsError(f"two pages would be written to {path}; the site keeps each page once") from None
 
 
 def _page(env: jinja2.Environment, template: str, path: Path, **context: Any) -> None:
@@ -345,17 +355,16 @@ def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
                 reliability: Reliability = Reliability((), None),
                 benchmarks: Sequence[Benchmark] = (), drawing: Drawing | None = None) -> list[dict[str, Any]]:
-    """Write every page of the site into `docs` (emptied first) and return the mkdocs nav for them; a build with
-    no reliability or benchmark files says so on those pages. The charts are written into `docs` before this
-    returns, unless they are queued on the caller's `drawing`, which lets them be drawn while mkdocs runs."""
-    if docs.exists():
-        shutil.rmtree(docs)
+    """Write every page of the site into `docs`, a new folder (an existing one is never emptied), and return the
+    mkdocs nav for them; a build with no reliability or benchmark files says so on those pages. The charts are
+    written into `docs` before this returns, unless they are queued on the caller's `drawing`, which lets them be
+    drawn while mkdocs runs."""
     docs.mkdir(parents=True)
     shutil.copytree(ASSETS, docs / "assets")
     env = environment()
     runs = _runs(scenarios, published)
     judged = {run.scenario.name for run in runs}
-    only = [PublishedOnly(name, f"published-{slug(name)}", RunLinks(f"scenarios/published-{slug(name)}"), figures,
+    only = [PublishedOnly(name, _published_slug(name), RunLinks(f"scenarios/{_published_slug(name)}"), figures,
                           figures["scenario"].summaries, figures["page"],
                           _only_verdict(name, figures))
             for name, figures in sorted(published.items()) if name not in judged]
