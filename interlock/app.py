@@ -340,9 +340,10 @@ class Interlock:
     """One journal and its claims, shared by every action registered on it.
 
     `address` is a path (a JSONL journal with file claims beside it) or a `postgresql://` URL (the PostgreSQL
-    journal and claims). `claim_wait` is how long a call waits for another process holding the same effect, and
-    for a request to an unfenced service that may still land; 0 fails fast with IN_FLIGHT. `claim_ttl` bounds how
-    long a stopped holder keeps a claim. `hooks` receives the gate's fault points (`interlock.hooks`), for tests.
+    journal and claims). `agent` names who decides, journaled with each decision. `claim_wait` is how long a call
+    waits for another process holding the same effect, and for a request to an unfenced service that may still
+    land; 0 fails fast with IN_FLIGHT. `claim_ttl` bounds how long a stopped holder keeps a claim. `hooks` receives
+    the gate's fault points (`interlock.hooks`), for tests.
     """
 
     def __init__(self, address: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0,
@@ -395,6 +396,13 @@ class Interlock:
         from a dead sender can still land where no fence covers what moved: recovery does not conclude "not
         landed" before then (see `interlock.targets.base`). The function and `lookup` get the effect id from
         `current_effect()`.
+
+        The effect id comes from the key alone, whichever action it is for: keys must be unique across the actions
+        of one journal (`f"book:{rid}"`, `f"cancel:{rid}"`), since the same key for another action, or for other
+        arguments, is refused as a conflicting payload. An effect is decided once, on the facts first observed for
+        it: a refusal before any send (the lease not live, a fact moved) leaves it open, and a later call is checked
+        again against those first facts, never against newly observed ones, so a crashed job that restarts cannot
+        decide again on what it reads after the outage. To act on new facts, call under a new key.
         """
         facts = dict(facts or {})
         expect = dict(expect or {})

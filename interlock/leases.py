@@ -24,7 +24,9 @@ class CallableLease:
     """A lease made of two functions, for callers whose authority lives in their own store."""
 
     live: Callable[[], bool]
+    """Whether the authority is live now."""
     description: Callable[[], Any] = lambda: None
+    """What the authority is (a JSON value), journaled with each check beside whether it was live."""
 
     def is_live(self) -> bool:
         """Ask the caller's function."""

@@ -12,6 +12,7 @@ import sys
 
 from .derive import derive
 from .load import BadInput
+from .model import printable
 from .tables import as_text
 
 
@@ -25,7 +26,7 @@ def judge_main(argv: list[str]) -> int:
     try:
         scenarios = [derive(path) for path in args.files]
     except BadInput as exc:
-        print(exc, file=sys.stderr)
+        print(printable(str(exc)), file=sys.stderr)
         return 2
     found = [d for s in scenarios for d in s.disagreements]
     if args.json:

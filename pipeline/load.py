@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from . import credentials
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
 _EXPECTED = {
@@ -160,5 +162,29 @@ def read(path: str | Path) -> Node:
     except ValueError:  # json.loads' only other error: an integer longer than int() converts
         raise BadInput(name, "$", f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
     node = Node(value, "", name)
+    if credentials.shape_in(text) is not None:  # one scan of the text; the value is looked for only on a find
+        leak = _credential(node)
+        if leak is not None:
+            shape = credentials.shape_in(json.dumps(leak.value))
+            raise leak.bad(f"holds what looks like a {shape}: a result file never carries a credential, so it is "
+                           "neither judged nor shown; remove it from the file")
     node.expect("object")
     return node
+
+
+def _credential(node: Node) -> Node | None:
+    """The first string under `node` (an object's key stands for its member) that holds a credential's shape."""
+    value = node.value
+    if isinstance(value, str):
+        return node if credentials.shape_in(value) is not None else None
+    children: list[Node] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = Node(item, node, node.file, key)
+            member = json.dumps({key: item}) if isinstance(item, str) else key  # a key, or a key with its text
+            if credentials.shape_in(member) is not None:
+                return child
+            children.append(child)
+    elif isinstance(value, list):
+        children = [Node(item, node, node.file, i) for i, item in enumerate(value)]
+    return next((found for found in map(_credential, children) if found is not None), None)

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from pipeline.build import build
+from pipeline.credentials import SHAPES
+from pipeline.load import BadInput, read
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
-SECRET_SHAPES = {
-    "Anthropic API key": re.compile(rb"sk-ant-[A-Za-z0-9_-]{16,}"),
-    "Google API key": re.compile(rb"AIza[0-9A-Za-z_-]{35}"),
-    "Google OAuth access token": re.compile(rb"ya29\.[0-9A-Za-z_-]{20,}"),
-    "private key (PEM)": re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    "service-account key field": re.compile(rb'"private_key(_id)?"\s*:\s*"[^"]{8,}'),
-    "password in a database URL": re.compile(rb"postgres(?:ql)?://[^/\s:@\"']+:[^@\s\"']+@"),
-    "GitHub token": re.compile(rb"gh[pousr]_[A-Za-z0-9]{30,}"),
-    "AWS access key id": re.compile(rb"AKIA[0-9A-Z]{16}"),
-}
+SECRET_SHAPES = {name: re.compile(shape.pattern.encode()) for name, shape in SHAPES.items()}
 
 
 def leaks(folder: Path) -> list[str]:
@@ -59,3 +53,16 @@ def test_the_site_built_from_the_committed_results_holds_no_credential(tmp_path)
         pytest.skip("no result file is committed")
     site = build(files, tmp_path / "site")
     assert leaks(site) == []
+
+
+@pytest.mark.parametrize("planted, at", [("sk-ant-api03-" + "a" * 40, "cells[0].reason"),
+                                         ("postgresql://agent:hunter22@127.0.0.1:5432/x", "cells[0].reason"),
+                                         ("-----BEGIN PRIVATE KEY-----", "cells[0].private_key")])
+def test_a_result_file_holding_a_credential_is_refused_naming_where(tmp_path, planted, at):
+    key = "private_key" if "PRIVATE" in planted else "reason"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"scenario": "calendar", "cells": [{"system": "interlock", key: planted}]}))
+    with pytest.raises(BadInput) as refused:
+        read(path)
+    assert refused.value.path == at and "looks like a" in refused.value.problem
+    assert planted not in str(refused.value)

@@ -280,7 +280,9 @@ _FOLDS = {DISPATCHED: EffectCheck._dispatched, REDISPATCHED: EffectCheck._redisp
 def receipt(check: EffectCheck, signed: bool | None, extra: list[str],
             service: Mapping[str, int] | None) -> dict[str, Any]:
     """One effect's receipt from its finished check: valid, what it establishes, whether or not the entries verify,
-    and every problem; with the copies the service says it holds when its export is given."""
+    and every problem; with the copies the service says it holds when its export is given. As in the published
+    receipts, `happened_once` says nothing shows a second copy (`held_twice` is empty), whether or not the effect
+    happened at all: `happened` says that."""
     copies = None if service is None else service.get(check.effect_id or "", 0)
     problems = check.problems()
     if extra:
