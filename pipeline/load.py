@@ -165,26 +165,28 @@ def read(path: str | Path) -> Node:
     if credentials.shape_in(text) is not None:  # one scan of the text; the value is looked for only on a find
         leak = _credential(node)
         if leak is not None:
-            shape = credentials.shape_in(json.dumps(leak.value))
-            raise leak.bad(f"holds what looks like a {shape}: a result file never carries a credential, so it is "
-                           "neither judged nor shown; remove it from the file")
+            at, shape = leak
+            raise at.bad(f"holds what looks like a {shape}: a result file never carries a credential, so it is "
+                         "neither judged nor shown; remove it from the file")
     node.expect("object")
     return node
 
 
-def _credential(node: Node) -> Node | None:
-    """The first string under `node` (an object's key stands for its member) that holds a credential's shape."""
+def _credential(node: Node) -> tuple[Node, str] | None:
+    """The first value under `node` holding a credential's shape, and that shape: a string, or an object's member
+    (its key, with its text when the value is a string)."""
     value = node.value
     if isinstance(value, str):
-        return node if credentials.shape_in(value) is not None else None
-    children: list[Node] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            child = Node(item, node, node.file, key)
-            member = json.dumps({key: item}) if isinstance(item, str) else key  # a key, or a key with its text
-            if credentials.shape_in(member) is not None:
-                return child
-            children.append(child)
-    elif isinstance(value, list):
-        children = [Node(item, node, node.file, i) for i, item in enumerate(value)]
-    return next((found for found in map(_credential, children) if found is not None), None)
+        shape = credentials.shape_in(value)
+        return (node, shape) if shape is not None else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        child = Node(item, node, node.file, key)
+        if isinstance(key, str):
+            shape = credentials.shape_in(json.dumps({key: item}) if isinstance(item, str) else key)
+            if shape is not None:
+                return child, shape
+        found = _credential(child)
+        if found is not None:
+            return found
+    return None

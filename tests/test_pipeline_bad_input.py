@@ -18,8 +18,8 @@ def judge(*files: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def broken_copy(tmp_path: Path, name: str, damage) -> Path:
-    data = json.loads((REFERENCE / name).read_text())
+def broken_copy(tmp_path: Path, name: str, damage, folder: Path = REFERENCE) -> Path:
+    data = json.loads((folder / name).read_text())
     damage(data)
     path = tmp_path / name
     path.write_text(json.dumps(data))
@@ -112,11 +112,7 @@ RAW = ROOT / "results" / "scenarios"
 
 def raw_copy(tmp_path: Path, name: str, damage) -> Path:
     """A copy of a committed raw result file (results/scenarios), damaged in place."""
-    data = json.loads((RAW / name).read_text())
-    damage(data)
-    path = tmp_path / name
-    path.write_text(json.dumps(data))
-    return path
+    return broken_copy(tmp_path, name, damage, RAW)
 
 
 def text_copy(tmp_path: Path, name: str, damage, literal: str) -> Path:
