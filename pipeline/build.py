@@ -1,5 +1,6 @@
-"""`python -m pipeline build`: re-judge the result files and the shipped published runs, render the pages, and
-build the static site with mkdocs. Every disagreement between a stored verdict and the derived one is printed."""
+"""`python -m pipeline build`: re-judge the result files and the shipped published runs, count the explorations
+again from their histories, render the pages, and build the static site with mkdocs. Every disagreement between a
+stored verdict, count or target and the one derived is printed, and makes the exit status 1 once the site is built."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,9 +26,7 @@ from .reliability import reliability
 from .render import render_site
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "results" / "scenarios"
-RELIABILITY = REPO / "results" / "reliability"
-BENCH = REPO / "results" / "bench"
+RESULTS = REPO / "results"  # scenarios/, reliability/ and bench/ in it; the published runs ship in the checkout's
 CONFIG = REPO / "mkdocs.yml"
 DEFAULT_OUT = REPO / "build"
 # The folders a build writes into its out folder, and the file beside them naming those it made: only these, or
@@ -85,16 +85,28 @@ def _mkdocs(docs: Path, site: Path, nav: list[dict[str, Any]], epoch: int) -> No
             os.environ["SOURCE_DATE_EPOCH"] = previous
 
 
-def render(files: Sequence[Path], docs: Path,
-           drawing: Drawing | None = None) -> tuple[list[Scenario], list[dict[str, Any]]]:
-    """Judge every file and the published runs, and write the site's Markdown: everything but mkdocs, as
-    benchmarked (charts queued on `drawing` when given, see `render_site`). Returns our judged runs followed by
-    the re-judged published ones. The reliability and benchmark pages read whatever results/reliability/ and
-    results/bench/ hold."""
+@dataclass(frozen=True)
+class Rendered:
+    """What a render judged: our runs then the re-judged published ones, the explorations' stored counts that differ
+    from the judge's, the benchmark targets whose stored verdict differs, and the site's navigation."""
+
+    scenarios: list[Scenario]
+    recounts: list[Disagreement]
+    targets: list[str]
+    nav: list[dict[str, Any]]
+
+
+def render(files: Sequence[Path], docs: Path, drawing: Drawing | None = None, results: Path = RESULTS) -> Rendered:
+    """Judge every file and the published runs, count the explorations again, and write the site's Markdown:
+    everything but mkdocs, as benchmarked (charts queued on `drawing` when given, see `render_site`). The
+    reliability and benchmark pages read whatever `results`/reliability/ and `results`/bench/ hold."""
     scenarios = [derive(path) for path in files]
     published = published_runs()
-    nav = render_site(scenarios, published, docs, reliability(RELIABILITY), benchmarks(BENCH), drawing)
-    return scenarios + [figures["scenario"] for figures in published.values()], nav
+    explored = reliability(results / "reliability", _shown(results / "reliability"))
+    benched = benchmarks(results / "bench", _shown(results / "bench"))
+    nav = render_site(scenarios, published, docs, explored, benched, drawing)
+    return Rendered(scenarios + [figures["scenario"] for figures in published.values()], explored.disagreements(),
+                    [line for bench in benched for line in bench.disagreements()], nav)
 
 
 def _made(out: Path) -> set[str]:
@@ -126,7 +138,7 @@ def _swap(fresh: Path, out: Path) -> None:
         (fresh / name).rename(out / name)
 
 
-def _build(files: Sequence[Path], out: Path) -> tuple[Path, list[Scenario]]:
+def _build(files: Sequence[Path], out: Path, results: Path) -> tuple[Path, Rendered]:
     """Everything is built into a fresh folder beside the previous build, which is replaced only once the build
     succeeded. The charts are drawn while mkdocs builds the pages: mkdocs would only copy them, so they are written
     into the Markdown tree and the built site once it is done."""
@@ -136,21 +148,21 @@ def _build(files: Sequence[Path], out: Path) -> tuple[Path, list[Scenario]]:
     try:
         docs, site = fresh / "docs", fresh / "site"
         with Drawing() as drawing:
-            scenarios, nav = render(files, docs, drawing)
-            _mkdocs(docs, site, nav, source_date_epoch(scenarios))
+            rendered = render(files, docs, drawing, results)
+            _mkdocs(docs, site, rendered.nav, source_date_epoch(rendered.scenarios))
             drawing.write(docs, site)
         _swap(fresh, out)
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
-    return out / "site", scenarios
+    return out / "site", rendered
 
 
-def build(files: Sequence[Path], out: Path) -> Path:
+def build(files: Sequence[Path], out: Path, results: Path = RESULTS) -> Path:
     """Judge, render into out/docs, build out/site; returns the site folder."""
-    return _build(files, out)[0]
+    return _build(files, out, results)[0]
 
 
-def result_files(folder: Path = RESULTS) -> list[Path]:
+def result_files(folder: Path = RESULTS / "scenarios") -> list[Path]:
     """The committed result files, in name order; none is fine (the site then says no local run exists)."""
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
@@ -165,28 +177,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline build", description=__doc__)
     parser.add_argument("files", nargs="*", type=Path, help="result files (default: results/scenarios/*.json)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build)")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="results folder holding scenarios/, reliability/ and bench/ (default: results)")
     args = parser.parse_args(argv)
-    files = args.files or result_files()
+    files = args.files or result_files(args.results / "scenarios")
     try:
-        site, judged = _build(files, args.out)
+        site, rendered = _build(files, args.out, args.results)
     except (BadInput, NotOurs) as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except BuildFailed as exc:
         print(f"error: mkdocs: {exc}", file=sys.stderr)
         return 1
-    found: list[Disagreement] = [d for s in judged for d in s.disagreements]
-    for disagreement in found:
+    found: list[Disagreement] = [d for s in rendered.scenarios for d in s.disagreements]
+    for disagreement in [*found, *rendered.recounts]:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
-    targets = [line for bench in benchmarks(BENCH, _shown(BENCH)) for line in bench.disagreements()]
-    for line in targets:
+    for line in rendered.targets:
         print(f"disagreement: {printable(line)}", file=sys.stderr)
-    published = len(judged) - len(files)
+    published = len(rendered.scenarios) - len(files)
     print(f"site built in {_shown(site)}/ from {len(files)} result file(s) and {published} published run(s), "
-          f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(targets)} benchmark "
-          "target(s) disagree with their figures")
+          f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(rendered.recounts)} "
+          f"stored exploration count(s) with the counts of their histories, {len(rendered.targets)} benchmark "
+          "target(s) with their figures")
     print("serve it with `make serve` and open http://127.0.0.1:8000/")
-    return 0
+    return 1 if found or rendered.recounts or rendered.targets else 0
 
 
 if __name__ == "__main__":

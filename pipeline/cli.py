@@ -1,7 +1,9 @@
 """`python -m pipeline judge FILE... [--json]`: re-judge result files from their artifacts alone.
 
-Exit 0 when every verdict a file stores equals the derived one (or it stores none), 1 when any differs (each
-difference is one line on stderr), 2 when a file cannot be read as artifacts (one line naming file and field).
+A scenario file is judged cell by cell (a shipped published run only while its bytes are the published ones); an exploration (`results/reliability/explore_*.json`) is counted again from
+the history stored beside it. Exit 0 when every verdict and count a file stores equals the derived one (or it stores
+none), 1 when any differs (each difference is one line on stderr), 2 when a file cannot be read as artifacts (one
+line naming file and field).
 """
 
 from __future__ import annotations
@@ -9,11 +11,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from .derive import derive
-from .load import BadInput
-from .model import printable
-from .tables import as_text
+from .derive import judged
+from .load import BadInput, read
+from .model import Scenario, printable
+from .published import PUBLISHED, shipped
+from .reliability import Exploration, explored
+from .tables import as_text, exploration_text
+
+
+def judge_file(path: str) -> Scenario | Exploration:
+    """A scenario file judged, or an exploration counted again from its stored history; a file of
+    results/published/ is judged only while it holds the published bytes."""
+    if Path(path).resolve().parent == PUBLISHED:
+        shipped(Path(path).resolve())
+    top = read(path)
+    if top.has("violation_kinds"):
+        return explored(top, Path(path), path)
+    return judged(top, path)
 
 
 def judge_main(argv: list[str]) -> int:
@@ -24,16 +40,29 @@ def judge_main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print {cells, disagreements} as one JSON object")
     args = parser.parse_args(argv)
     try:
-        scenarios = [derive(path) for path in args.files]
+        files = [judge_file(path) for path in args.files]
     except BadInput as exc:
         print(printable(str(exc)), file=sys.stderr)
         return 2
-    found = [d for s in scenarios for d in s.disagreements]
+    scenarios = [f for f in files if isinstance(f, Scenario)]
+    explorations = [f for f in files if isinstance(f, Exploration)]
+    found = [d for f in files for d in f.disagreements]
     if args.json:
         print(json.dumps({"cells": [{"file": s.source, **cell.as_json()} for s in scenarios for cell in s.cells],
+                          "explorations": [_counts(run) for run in explorations],
                           "disagreements": [d.as_json() for d in found]}, indent=1))
     else:
-        print("\n\n".join(as_text(s) for s in scenarios))
+        print("\n\n".join(as_text(f) if isinstance(f, Scenario) else exploration_text(f) for f in files))
     for disagreement in found:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
     return 1 if found else 0
+
+
+def _counts(run: Exploration) -> dict[str, object]:
+    """The `judge --json` object of an exploration: its counts per system and violation kind."""
+    return {"file": run.source, "scenario": run.scenario, "hazard": run.hazard, "journal": run.journal,
+            "counted_from": run.recounted,
+            "systems": {s.system: {"schedules": s.schedules, "held": s.held, "violated": s.violated,
+                                   "violated_in_window": s.violated_in_window,
+                                   "violations": {v.kind: {"count": v.count, "in_window": v.in_window}
+                                                  for v in s.violations}} for s in run.systems}}

@@ -220,7 +220,11 @@ def _in_order(values: list[str]) -> tuple[str, ...]:
 
 def derive(path: str | Path) -> Scenario:
     """Judge one result file; bad input raises pipeline.load.BadInput naming the file and JSON path."""
-    top = read(path)
+    return judged(read(path), path)
+
+
+def judged(top: Node, path: str | Path) -> Scenario:
+    """`derive` of a result file already read."""
     name = scenario_name(top)
     if top.has("schema_version") and top.get("schema_version", "integer") != SCHEMA_VERSION:
         raise top.at("schema_version").bad(f"unsupported schema version (this pipeline reads {SCHEMA_VERSION})")

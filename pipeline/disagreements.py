@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from .load import Node
 from .model import Cell, Disagreement
 from .outcomes import answer_word
+from .times import duration
 
 
 class _Column(NamedTuple):
@@ -25,8 +26,8 @@ class _Column(NamedTuple):
 def _stored(cell: Node, column: _Column) -> Node | None:
     """The stored verdict of a column, of its JSON type, or None when the file does not store it.
 
-    Only a missing key is not stored: a value on the way that is not an object, or a verdict of the wrong type, is
-    bad input naming its path, never a column left out of the comparison.
+    Only a missing key is not stored: a value on the way that is not an object, a verdict of the wrong type, or a
+    settle time no run could take, is bad input naming its path, never a column left out of the comparison.
     """
     node = cell
     for key in column.key.split("."):
@@ -34,6 +35,8 @@ def _stored(cell: Node, column: _Column) -> Node | None:
             return None
         node = node.at(key)
     node.expect(column.kind, nullable=column.nullable)
+    if column.key == "seconds_to_settle":
+        duration(node)  # raises on a figure no run could have measured
     if column.as_ids and node.value is not None:
         for item in node.items():
             item.expect("string")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from . import credentials
 
@@ -170,6 +171,26 @@ def read(path: str | Path) -> Node:
                          "neither judged nor shown; remove it from the file")
     node.expect("object")
     return node
+
+
+def rows(path: Path, shown: str) -> Iterator[Node]:
+    """Each row of a gzipped JSON-lines file (an exploration's history), read as strictly as a result file; bad
+    input names the file (as `shown`) and the line."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                where = f"{shown} line {number}"
+                try:
+                    value = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+                except (ValueError, RecursionError) as exc:  # JSONDecodeError and _NotJson are ValueErrors
+                    raise BadInput(where, "$", f"not a JSON row: {exc}") from None
+                row = Node(value, "", where)
+                if credentials.shape_in(line) is not None and (leak := _credential(row)) is not None:
+                    raise leak[0].bad(f"holds what looks like a {leak[1]}: a history never carries a credential")
+                row.expect("object")
+                yield row
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise BadInput(shown, "$", f"cannot read the gzipped history: {exc}") from None
 
 
 def _credential(node: Node) -> tuple[Node, str] | None:

@@ -27,6 +27,7 @@ from statistics import median
 from .load import Node
 from .model import RacedDispatch, RacedVariant, Spread, Tally
 from .outcomes import claim
+from .times import stamp
 
 
 def _rank(ordered: list[float], q: float) -> float:
@@ -69,8 +70,10 @@ class _Trial:
         seen = row.opt_node("after_insert_other_events")
         self.looked = self.landed and seen is not None  # the worker re-read the slot after its insert
         self.detected = self.looked and seen is not None and bool(seen.expect("array"))
-        check = row.opt("checked_at" if row.has("checked_at") else "last_read_ts", "number")
-        self.window_ms = (agent.get("ts", "number") - check) * 1000 if agent and check is not None else None
+        check = row.opt_node("checked_at" if row.has("checked_at") else "last_read_ts")
+        checked = stamp(check) if check is not None else None  # a reading no run could make raises
+        # the insert's time may be the service's clock: a skew can make the window read negative, as measured
+        self.window_ms = (stamp(agent.at("ts")) - checked) * 1000 if agent and checked is not None else None
 
 
 def _system(name: str, trials: list[_Trial]) -> RacedVariant:

@@ -6,12 +6,14 @@ report another, and an unresolved send in a system's own record (a record-keepin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .commits import moved_to
 from .load import Node, read
 from .machine import cores_said, load_said
+from .model import Disagreement
+from .recount import Recount, disagreements, history_of, recount
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class Exploration:
     planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
     retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
     run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
+    recounted: str | None = None  # the history the judge counted the figures from; None: the stored ones are shown
+    disagreements: tuple[Disagreement, ...] = ()  # stored counts that differ from the judge's
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -166,6 +170,10 @@ class Reliability:
     explorations: tuple[Exploration, ...]
     tamper: Tamper | None
 
+    def disagreements(self) -> list[Disagreement]:
+        """Every stored count of every exploration that differs from the judge's count of its history."""
+        return [d for run in self.explorations for d in run.disagreements]
+
     def by_scenario(self) -> list[tuple[str, list[Exploration]]]:
         """The explorations grouped by scenario, in file order: one overview table per scenario, a column per
         hazard and journal, the file journal's first and the plain crash schedules first on each journal."""
@@ -199,15 +207,19 @@ def _effects(node: Node | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]]
 
 
 def exploration(path: Path, shown: str) -> Exploration:
-    """One explorer summary file."""
-    top = read(path)
+    """One explorer summary file, its figures counted again from its stored history when the history is there."""
+    return explored(read(path), path, shown)
+
+
+def explored(top: Node, path: Path, shown: str) -> Exploration:
+    """`exploration` of a summary file already read."""
     kinds = top.at("violation_kinds")
     systems = top.at("systems")
     hazard = top.opt_node("hazard")
     history = top.opt_node("history")
     seeds = top.opt_node("seeds")
     stopped = seeds is not None and seeds.opt("stopped_at_deadline", "boolean", False)
-    return Exploration(
+    run = Exploration(
         scenario=top.get("scenario", "string"), source=shown, generated=top.get("generated", "string"),
         command=top.get("command", "string"), services=top.opt("services", "string", "not recorded"),
         decider=top.opt("decider", "string", "not recorded"), window=top.opt("window", "string", ""),
@@ -222,6 +234,32 @@ def exploration(path: Path, shown: str) -> Exploration:
         retried=_retried(top.opt_node("harness_retried")),
         run_at=run_at(top.opt_node("provenance")),
     )
+    stored_history = history_of(path)
+    if not stored_history.is_file():
+        return run
+    counted = recount(stored_history, str(Path(shown).parent / "history" / stored_history.name))
+    cell = f"{run.hazard} ({run.journal} journal)"
+    return replace(run, systems=_counted_systems(run, counted), retried=tuple(Retried(*r) for r in counted.retried),
+                   hazard_effects=tuple((aspect, tuple(said.items())) for aspect, said in
+                                        counted.hazard_effects.items()),
+                   recounted=counted.history, disagreements=tuple(disagreements(top, counted, shown, cell)))
+
+
+def _counted_systems(run: Exploration, counted: Recount) -> tuple[Explored, ...]:
+    """The judge's counts per system, in the file's order of systems and of kinds (every kind, zero included)."""
+    names = dict.fromkeys([*(s.system for s in run.systems), *counted.systems])
+    kinds = list(dict.fromkeys([*(k for k, _ in run.kinds), *(k for c in counted.systems.values() for k in c.counts)]))
+    systems = []
+    for name in names:
+        mine = counted.systems.get(name)
+        if mine is None:
+            continue
+        found = tuple(Violations(kind, mine.counts[kind], mine.in_window[kind],
+                                 tuple(Example(seed, replay, schedule, detail, window)
+                                       for seed, replay, schedule, detail, window in mine.examples.get(kind, [])))
+                      for kind in kinds)
+        systems.append(Explored(name, mine.schedules, mine.held, mine.violated, mine.violated_in_window, found))
+    return tuple(systems)
 
 
 def run_at(provenance: Node | None) -> RunAt | None:
@@ -254,10 +292,33 @@ def _counts(node: Node | None) -> tuple[tuple[str, int], ...]:
     return tuple((key, node.get(key, "integer")) for key in node.expect("object"))
 
 
+def _adds_up(node: Node, kind: MutantKind) -> None:
+    """Refuse a kind's counts that no corpus run could give: every mutant is flagged unsigned, documented out of
+    reach unsigned, or missed, and one the signed check did not flag is missed."""
+    if kind.flagged_unsigned + kind.undetectable_unsigned > kind.generated:
+        raise node.bad(f"{kind.flagged_unsigned} flagged unsigned and {kind.undetectable_unsigned} documented out "
+                       f"of reach add up to more than the {kind.generated} mutants made")
+    if not max(kind.generated - kind.flagged_unsigned - kind.undetectable_unsigned,
+               kind.generated - kind.flagged_signed) <= kind.missed <= kind.generated:
+        raise node.bad(f"missed {kind.missed} does not fit {kind.generated} mutants made, {kind.flagged_unsigned} "
+                       f"flagged unsigned, {kind.undetectable_unsigned} documented, {kind.flagged_signed} flagged "
+                       "signed")
+
+
 def tamper(path: Path, shown: str) -> Tamper:
-    """The tamper corpus summary file."""
+    """The tamper corpus summary file, refused unless each kind's counts fit together and the totals are their
+    sums."""
     top = read(path)
     kinds = tuple(_mutants(k, k.get("kind", "string"), k.get("what", "string")) for k in top.at("kinds").items())
+    for node, kind in zip(top.at("kinds").items(), kinds):
+        _adds_up(node, kind)
+    totals = top.at("totals")
+    for field, stored in (("generated", "generated"), ("flagged_unsigned", "flagged_unsigned"),
+                          ("flagged_signed", "flagged_signed"),
+                          ("documented_undetectable_unsigned", "undetectable_unsigned"), ("missed", "missed")):
+        summed = sum(getattr(kind, stored) for kind in kinds)
+        if totals.get(field, "integer") != summed:
+            raise totals.at(field).bad(f"{totals.get(field, 'integer')} is not the kinds' sum, {summed}")
     return Tamper(
         source=shown, generated=top.get("generated", "string"), covers=top.opt("covers", "string", ""),
         kinds=kinds, totals=_mutants(top.at("totals"), "all", "every kind"), misses=len(top.at("misses").items()),

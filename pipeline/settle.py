@@ -8,10 +8,10 @@ itself, which is shown as stored and labelled so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from .load import Node, quote
+from .load import Node
+from .times import duration, elapsed
 
 
 @dataclass(frozen=True)
@@ -28,27 +28,9 @@ class Settle:
         return self.start is not None
 
 
-def _seconds(node: Node, kind: str = "number") -> float:
-    """A clock reading or a figure in seconds, of JSON type `kind`: a finite number (the crash marker holds text)."""
-    value = node.expect(kind)
-    try:
-        seconds = float(value)
-    except (ValueError, OverflowError):
-        raise node.bad(f"not a time in seconds: {quote(value)}") from None
-    if not math.isfinite(seconds):
-        raise node.bad(f"not a finite time in seconds: {quote(value)}")
-    return seconds
-
-
 def _between(start: Node, end: Node, start_kind: str = "number") -> float:
-    """Seconds from the clock reading at `start` to the one at `end`, to 0.1 s: never negative, never endless."""
-    began, ended = _seconds(start, start_kind), _seconds(end)
-    seconds = ended - began
-    if seconds < 0:
-        raise start.bad(f"{began} is after {end.path} ({ended}): a negative duration")
-    if math.isinf(seconds):
-        raise start.bad(f"{began} is too far from {end.path} ({ended}) to measure")
-    return round(seconds, 1)
+    """Seconds from the clock reading at `start` to the one at `end`, to 0.1 s."""
+    return round(elapsed(start, end, start_kind), 1)
 
 
 def _timeline(timeline: Node) -> Settle:
@@ -81,8 +63,5 @@ def settle(cell: Node) -> Settle:
         return measured
     if not cell.has("seconds_to_settle"):
         cell.at("timeline")  # raises: a raw cell must carry its timeline
-    stored = cell.at("seconds_to_settle")
-    seconds = _seconds(stored)
-    if seconds < 0:
-        raise stored.bad(f"a negative duration: {seconds}")
-    return Settle(seconds, "as stored: the file keeps no timeline to measure it from", None)
+    return Settle(duration(cell.at("seconds_to_settle")), "as stored: the file keeps no timeline to measure it from",
+                  None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .model import RacedVariant, Scenario, printable
+from .reliability import Exploration
 
 _ANSWER = {True: "matches", False: "differs", None: "cannot say"}
 
@@ -44,6 +45,24 @@ def as_text(scenario: Scenario) -> str:
     if scenario.disagreements:
         lines += ["", f"{len(scenario.disagreements)} stored verdict(s) disagree with the derived ones (listed on "
                       "stderr)"]
+    return "\n".join(map(printable, lines))
+
+
+def exploration_text(run: Exploration) -> str:
+    """An exploration's counts per system as plain text, with every violation kind a system broke and whether
+    the counts are the judge's (from the stored history) or only the file's."""
+    frame = pd.DataFrame([{
+        "system": printable(s.system), "schedules": s.schedules, "held": s.held,
+        "broke a rule outside the window": s.violated, "inside it": s.violated_in_window,
+        "kinds broken": ", ".join(f"{v.kind} {v.count}" + (f" ({v.in_window} in window)" if v.in_window else "")
+                                  for v in s.violations if v.count) or "none",
+    } for s in run.systems]).set_index("system")
+    counted = (f"counted again from {run.recounted}" if run.recounted else
+               "as the file stores them: no history beside it to count again")
+    lines = [f"{run.scenario}: {run.hazard} ({run.journal} journal)", f"{run.source}, {counted}", "",
+             *frame.to_string().splitlines()]
+    if run.disagreements:
+        lines += ["", f"{len(run.disagreements)} stored count(s) disagree with the history's (listed on stderr)"]
     return "\n".join(map(printable, lines))
 
 

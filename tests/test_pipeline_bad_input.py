@@ -227,6 +227,62 @@ def test_an_integer_clock_reading_too_large_for_a_float_is_bad_input_naming_it(t
                                  f"seconds: 1{'0' * 59}… (401 characters)")
 
 
+OUTSIDE = "not a time between 2000-01-01 and 2100-01-01 UTC in seconds since the epoch"
+TOO_LONG = "longer than any run takes (the bound is 86,400 s, one day)"
+
+
+@pytest.mark.parametrize("folder,name,damage,problem", [
+    (REFERENCE, "gcp_resource.json", lambda d: d["cells"][0]["artifacts"].update(crashed_at="1e300"),
+     f"cells[0].artifacts.crashed_at: {OUTSIDE}: '1e300'"),
+    (REFERENCE, "gcp_resource.json",
+     lambda d: d["cells"][0]["artifacts"]["outcome_restart.json"].update(settled_at=1e300),
+     f'cells[0].artifacts["outcome_restart.json"].settled_at: {OUTSIDE}: 1e+300'),
+    (RAW, "gcp_resource.json", lambda d: d["cells"][0]["timeline"].update(restart_exit_at=1e300),
+     f"cells[0].timeline.restart_exit_at: {OUTSIDE}: 1e+300"),
+    (RAW, "gcp_resource.json", lambda d: d["cells"][0]["timeline"].update(crashed_at=946684799.0),
+     f"cells[0].timeline.crashed_at: {OUTSIDE}: 946684799.0"),
+    (RAW, "gcp_resource.json", lambda d: d["cells"][0]["timeline"].update(crashed_at=4102444800.0),
+     f"cells[0].timeline.crashed_at: {OUTSIDE}: 4102444800.0"),
+    (RAW, "calendar.json", lambda d: d["raced_dispatch"]["trials"][0].update(checked_at=1796567373087.0),
+     f"raced_dispatch.trials[0].checked_at: {OUTSIDE}: 1796567373087.0"),
+    (RAW, "calendar.json", lambda d: d["raced_dispatch"]["trials"][0]["agent_insert"].update(ts=1e300),
+     f"raced_dispatch.trials[0].agent_insert.ts: {OUTSIDE}: 1e+300"),
+], ids=["crash marker", "settled_at", "restart exit", "a second before 2000", "2100 itself", "milliseconds",
+        "write-log time"])
+def test_a_clock_reading_from_outside_this_century_is_bad_input_naming_it(tmp_path, folder, name, damage, problem):
+    path = broken_copy(tmp_path, name, damage, folder)
+    assert_one_line(judge(path), f"{path}: {problem}")
+
+
+@pytest.mark.parametrize("name,cell,seconds", [
+    ("calendar.json", 2, 1e300), ("calendar.json", 2, 86400.0), ("gcp_resource.json", 0, 1e300),
+], ids=["stored figure", "stored figure of exactly a day", "stored verdict beside the measured figure"])
+def test_a_stored_duration_longer_than_any_run_is_bad_input_naming_it(tmp_path, name, cell, seconds):
+    path = broken_copy(tmp_path, name, lambda d: d["cells"][cell].update(seconds_to_settle=seconds))
+    assert_one_line(judge(path), f"{path}: cells[{cell}].seconds_to_settle: a duration of {seconds} s: {TOO_LONG}")
+
+
+def test_a_restart_exit_more_than_a_day_after_the_crash_is_bad_input_not_a_figure(tmp_path):
+    def damage(data):
+        timeline = data["cells"][0]["timeline"]
+        timeline["restart_exit_at"] = timeline["crashed_at"] + 2 * 86_400
+    path = raw_copy(tmp_path, "gcp_resource.json", damage)
+    timeline = json.loads(path.read_text())["cells"][0]["timeline"]
+    assert_one_line(judge(path), f"{path}: cells[0].timeline.crashed_at: {timeline['crashed_at']} is 172,800 s before "
+                                 f"cells[0].timeline.restart_exit_at ({timeline['restart_exit_at']}): {TOO_LONG}")
+
+
+def test_a_raced_check_read_in_milliseconds_is_bad_input_naming_it(tmp_path):
+    def damage(data):
+        trial = data["raced_dispatch"]["trials"][0]
+        trial["checked_at"] = trial["agent_insert"]["ts"] * 1000
+    path = raw_copy(tmp_path, "calendar.json", damage)
+    result = judge(path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}: raced_dispatch.trials[0].checked_at: not a time between 2000-01-01 "
+                                    "and 2100-01-01 UTC")
+
+
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_nan_and_infinity_literals_are_not_json(tmp_path, literal):
     path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(seconds_to_settle="@@"), literal)

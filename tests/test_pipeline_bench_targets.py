@@ -56,32 +56,27 @@ def test_a_target_that_cannot_be_judged_is_bad_input_naming_the_file_and_the_fie
     assert str(raised.value).startswith(f"{tmp_path / 'gate.json'}: targets.{field}: ")
 
 
-def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a_disagreeing_file(tmp_path,
-                                                                                                 monkeypatch):
-    import pipeline.build as build_module
-
+def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a_disagreeing_file(tmp_path):
     folder = tmp_path / "bench"
     _bench(folder, "gate", {"jsonl_scaling_16_workers": {"measured": 0.94, "target": ">= 1.5", "met": True}})
     _bench(folder, "pg", {"postgresql_vs_jsonl_1_workers": against(0.64, ">=", 0.5)})
-    monkeypatch.setattr(build_module, "BENCH", folder)
-    page = html.unescape((build([], tmp_path / "out") / "methodology" / "index.html").read_text())
+    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
     assert "1 of 2 targets met in the committed runs, measured on a machine with 2 cores" in page
     assert "jsonl scaling 16 workers (×)</td><td data-label=\"measured\">0.94×</td>" in page
     assert "<td data-label=\"met\">no (the file says yes)</td>" in page
     assert "<td data-label=\"target\">at least 0.5×</td><td data-label=\"met\">yes</td>" in page
 
 
-def test_make_results_prints_each_bench_target_whose_stored_verdict_disagrees(tmp_path):
+def test_make_results_prints_each_bench_target_whose_stored_verdict_disagrees_and_fails(tmp_path):
     folder = tmp_path / "bench"
     _bench(folder, "gate", {"scaling": {"measured": 0.94, "target": ">= 1.5", "met": True}})
-    code = ("import sys, pathlib, pipeline.build as b; b.BENCH = pathlib.Path(sys.argv[1]); "
-            "sys.exit(b.main(['--out', sys.argv[2]]))")
-    run = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "out")], cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
+    run = subprocess.run([sys.executable, "-m", "pipeline", "build", "--results", str(tmp_path), "--out",
+                          str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
     assert f"disagreement: {folder / 'gate.json'}: targets.scaling: stored met true, but 0.94 >= 1.5 does not hold" \
         in run.stderr
-    assert "1 benchmark target(s) disagree" in run.stdout
+    assert "1 benchmark target(s) with their figures" in run.stdout
+    assert (tmp_path / "out" / "site" / "methodology" / "index.html").is_file()  # built all the same
 
 
 def test_make_bench_says_each_target_beside_the_figure_measured_and_the_cores():

@@ -142,3 +142,19 @@ def test_an_edited_published_file_stops_the_build_naming_both_digests(tmp_path, 
     assert line == (f"error: {shipped / 'calendar.json'}: sha256: {digest}, but the published digest is "
                     f"{SHA256['calendar.json']}: this is not the published run")
     assert not (tmp_path / "out" / "site").exists()
+
+
+def test_judging_an_edited_file_in_the_published_folder_names_both_digests(tmp_path, monkeypatch, capsys):
+    import pipeline.cli as cli
+
+    shipped = tmp_path / "published"
+    shipped.mkdir()
+    edited = shipped / "calendar.json"
+    edited.write_bytes(next(p for p in published_files() if p.name == "calendar.json").read_bytes() + b"\n")
+    monkeypatch.setattr(cli, "PUBLISHED", shipped)
+    assert cli.judge_main([str(edited)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"{edited}: sha256: {published_module.sha256(edited)}, but the published digest is "
+                    f"{SHA256['calendar.json']}: this is not the published run")
+    monkeypatch.setattr(cli, "PUBLISHED", tmp_path / "elsewhere")  # a copy outside it is judged as it is
+    assert cli.judge_main([str(edited)]) == 0

@@ -20,6 +20,7 @@ DERIVED_KEYS = ("outcome", "ground_truth", "want", "invariant_held", "answer_mat
                 "answer_matches_calendar", "can_prove_what_happened", "record", "record_says", "seconds_to_settle",
                 "answer", "receipt", "journal", "conflict_recorded_at_recovery", "crash_fired", "want_agent_writes",
                 "want_live_writer", "first_worker_outcome")
+START = 1_800_000_000.0  # the crash of each timeline written here: a clock reading the judge takes
 
 
 def published(name):
@@ -78,8 +79,8 @@ def test_a_raw_only_cell_is_judged_to_the_same_verdicts(tmp_path, name):
             cell.pop(key, None)
         if events is not None:  # the raw calendar listing lives under ground_truth; only the listing is kept
             cell["ground_truth"] = {"events_list": events}
-            cell["timeline"] = {"crashed_at": 1000.0, "first_exit_at": 1000.1, "outage_done_at": None,
-                                "restart_exit_at": 1000.0 + seconds}
+            cell["timeline"] = {"crashed_at": START, "first_exit_at": START + 0.1, "outage_done_at": None,
+                                "restart_exit_at": START + seconds}
     path = write(tmp_path, data, name)
     judged = derive(path)
     assert [derived_columns(c) for c in judged.cells] == expected
@@ -148,7 +149,7 @@ def test_disagreements_are_in_the_json_and_on_the_scenario(tmp_path):
 
 
 def test_make_results_re_judges_the_published_files(tmp_path):
-    judged, _ = render([], tmp_path / "docs")
+    judged = render([], tmp_path / "docs").scenarios
     assert sorted(s.source for s in judged) == sorted(str(PUBLISHED / f"{name}.json") for name in NAMES)
     assert all(s.provenance.published for s in judged)
     result = subprocess.run([sys.executable, "-m", "pipeline", "build", "--out", str(tmp_path / "build")], cwd=ROOT,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.benchmarks import layout
+from pipeline.benchmarks import Benchmark, Table, layout
 from pipeline.build import build
 from pipeline.chart import Series, settle_charts
-from pipeline.render import inert
+from pipeline.render import inert, render_site
 from site_support import (REFERENCE, REFERENCE_FILES, REPO, REPO_URL, SITE_URL, addressed_site, project_site,
                           reference_site)
 
@@ -118,12 +118,8 @@ def test_inert_text_keeps_no_markdown_or_html_character_and_reads_back_unchanged
     assert html.unescape(escaped) == hostile
 
 
-def test_without_reliability_or_bench_files_the_pages_say_no_run_is_committed(tmp_path, monkeypatch):
-    import pipeline.build as build_module
-
-    monkeypatch.setattr(build_module, "RELIABILITY", tmp_path / "no-reliability")
-    monkeypatch.setattr(build_module, "BENCH", tmp_path / "no-bench")
-    site = build([], tmp_path / "out")
+def test_without_reliability_or_bench_files_the_pages_say_no_run_is_committed(tmp_path):
+    site = build([], tmp_path / "out", results=tmp_path / "no-results")
     reliability = (site / "reliability" / "index.html").read_text()
     assert "No exploration run is committed" in reliability and "No tamper run is committed" in reliability
     assert "No benchmark run is committed" in (site / "methodology" / "index.html").read_text()
@@ -230,9 +226,23 @@ def test_a_rate_measured_under_a_setting_in_seconds_reads_per_second():
     assert figures["lease ttl (s)"] == "1"
 
 
-def test_each_hazard_file_gets_its_own_row_and_section(tmp_path, monkeypatch):
-    import pipeline.build as build_module
+def test_benchmark_charts_whose_names_fold_to_one_slug_each_get_an_image_of_their_own(tmp_path):
+    """'a-b' + 'c' and 'a' + 'b-c' make one slug, as do two tables of one file titled 'rows' and 'Rows'."""
+    def table(title: str, ms: float) -> Table:
+        return Table(title, ("row", "x (ms)"), (("r", str(ms)),), {"x (ms)": (ms,)}, "ms")
 
+    benches = [Benchmark("a-b", "results/bench/a-b.json", "AB", "", (table("c", 1.0),)),
+               Benchmark("a", "results/bench/a.json", "A", "", (table("b-c", 2.0), table("rows", 3.0),
+                                                                 table("Rows", 4.0)))]
+    docs = tmp_path / "docs"
+    render_site([], {}, docs, benchmarks=benches)
+    page = (docs / "methodology.md").read_text()
+    light = re.findall(r'class="interlock-chart interlock-chart--light" src="\.\./([^"]+)"', page)
+    assert light == [f"assets/charts/bench-{name}-light.svg" for name in ("a-b-c", "a-b-c-2", "a-rows", "a-rows-2")]
+    assert len({(docs / src).read_text() for src in light}) == 4  # each chart its own values, none written over
+
+
+def test_each_hazard_file_gets_its_own_row_and_section(tmp_path):
     source = REPO / "results" / "reliability" / "explore_calendar.json"
     if not source.is_file():
         pytest.skip("no committed calendar exploration")
@@ -247,8 +257,7 @@ def test_each_hazard_file_gets_its_own_row_and_section(tmp_path, monkeypatch):
     for system in data["systems"].values():
         system["violations"]["brand_new_kind"] = {"count": 3, "in_window": 0, "first": []}
     (folder / "explore_calendar_sigstop.json").write_text(json.dumps(data))
-    monkeypatch.setattr(build_module, "RELIABILITY", folder)
-    page = html.unescape((build([], tmp_path / "out") / "reliability" / "index.html").read_text())
+    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "reliability" / "index.html").read_text())
     assert ">crash (jsonl journal)</th>" in page and ">sigstop (jsonl journal)</th>" in page
     assert "calendar: sigstop, jsonl journal" in page
     assert "python -m experiments.explore --check history.jsonl" in page
@@ -256,9 +265,7 @@ def test_each_hazard_file_gets_its_own_row_and_section(tmp_path, monkeypatch):
     assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"
 
 
-def test_the_methodology_page_states_the_remaining_window_with_the_figures_of_the_bench_file(tmp_path, monkeypatch):
-    import pipeline.build as build_module
-
+def test_the_methodology_page_states_the_remaining_window_with_the_figures_of_the_bench_file(tmp_path):
     folder = tmp_path / "bench"
     folder.mkdir()
     (folder / "unfenced.json").write_text(json.dumps({
@@ -266,13 +273,11 @@ def test_the_methodology_page_states_the_remaining_window_with_the_figures_of_th
         "trials": 12, "in_flight_bound_s": 2.5, "excess_over_bound_median_s": 0.031,
         "excess_over_bound_max_s": 0.088,
         "targets": {"excess_over_bound_max_s": {"measured": 0.088, "target": "<= 0.2", "met": True}}}))
-    monkeypatch.setattr(build_module, "BENCH", folder)
-    page = html.unescape((build([], tmp_path / "out") / "methodology" / "index.html").read_text())
+    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
     assert "The window that remains." in page
     assert "median 1.375 ms, 99th percentile 19.5 ms, over 300 requests" in page
     assert "bound of 2.5 s plus 0.031 s (median) and at most 0.088 s (target: at most 0.2 s)" in page
-    monkeypatch.setattr(build_module, "BENCH", tmp_path / "no-bench")
-    page = (build([], tmp_path / "out2") / "methodology" / "index.html").read_text()
+    page = (build([], tmp_path / "out2", results=tmp_path / "no-results") / "methodology" / "index.html").read_text()
     assert "The window is not measured in this build" in page
 
 
@@ -354,7 +359,7 @@ def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_
     import pipeline.build as build_module
 
     fast = build(REFERENCE_FILES, tmp_path / "fast")
-    scenarios, nav = build_module.render(REFERENCE_FILES, tmp_path / "plain" / "docs")
+    rendered = build_module.render(REFERENCE_FILES, tmp_path / "plain" / "docs")
     overrides = tmp_path / "overrides"
     shutil.copytree(REPO / "site" / "overrides", overrides)
     (overrides / "partials" / "nav.html").unlink()
@@ -366,8 +371,8 @@ def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_
     plain_config = tmp_path / "mkdocs.yml"
     plain_config.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     monkeypatch.setattr(build_module, "CONFIG", plain_config)
-    build_module._mkdocs(tmp_path / "plain" / "docs", tmp_path / "plain" / "site", nav,
-                         build_module.source_date_epoch(scenarios))
+    build_module._mkdocs(tmp_path / "plain" / "docs", tmp_path / "plain" / "site", rendered.nav,
+                         build_module.source_date_epoch(rendered.scenarios))
     built, plain = _tree(fast), _tree(tmp_path / "plain" / "site")
     assert sorted(built) == sorted(plain)
     assert [name for name in built if built[name] != plain[name]] == []

@@ -17,6 +17,16 @@ def slug(text: str) -> str:
     return _UNSAFE.sub("-", text.lower()).strip("-") or "x"
 
 
+def unique(base: str, taken: set[str]) -> str:
+    """`base`, else `base-2`, `base-3`, ...: the first name `taken` does not hold, added to it, so two names that fold
+    to one slug never share a file."""
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return name
+
+
 @dataclass(frozen=True)
 class RunLinks:
     """Links as seen from the run's own pages; `folder` is the run's directory under the docs root."""

@@ -24,7 +24,7 @@ from ..reliability import Reliability
 from . import findings, headline
 from .env import REPO, TEMPLATES, environment, repo_path
 from .headline import Verdict
-from .links import RunLinks, slug
+from .links import RunLinks, slug, unique
 
 ASSETS = REPO / "site" / "assets"
 PUBLISHED_PAGES = REPO / "site" / "data" / "published_pages.json"
@@ -148,11 +148,7 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
     take a published page's folder; the shown source path is relative to the repository."""
     runs, taken = [], {_published_slug(name) for name in published}
     for scenario in sorted(scenarios, key=lambda s: (Path(s.source).name, s.source)):
-        base = slug(Path(scenario.source).stem)
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}-{n}", n + 1
-        taken.add(name)
+        name = unique(slug(Path(scenario.source).stem), taken)
         top = read(scenario.source).value
         shown = dataclasses.replace(scenario, source=repo_path(scenario.source))
         figures = published.get(scenario.name)
@@ -283,20 +279,22 @@ def _write_published_only(env: jinja2.Environment, only: PublishedOnly, docs: Pa
           systems=list(dict.fromkeys(c["system"] for c in cells)))
 
 
-def _bench_charts(benchmarks: Sequence[Benchmark], drawing: Drawing) -> dict[tuple[str, str], dict[str, Markup]]:
+def _bench_charts(benchmarks: Sequence[Benchmark], drawing: Drawing) -> dict[tuple[str, int], dict[str, Markup]]:
     """One chart per benchmark table that has columns worth drawing, queued on `drawing`; returns their image paths
-    by (file, table)."""
-    images = {}
+    by (file, table's place in it). Each image is named after its file and table, numbered where another's name
+    already folds to the same slug, so no chart overwrites another."""
+    images: dict[tuple[str, int], dict[str, Markup]] = {}
+    taken: set[str] = set()
     for bench in benchmarks:
-        for table in bench.tables:
+        for index, table in enumerate(bench.tables):
             if not table.chart:
                 continue
             series = [Series(column, {row[0]: [v] if v is not None else [] for row, v in zip(table.rows, values)})
                       for column, values in table.chart.items()]
-            name = f"bench-{slug(bench.name)}-{slug(table.title)}"
+            name = unique(f"bench-{slug(bench.name)}-{slug(table.title)}", taken)
             drawing.bars(f"assets/charts/{name}", series, table.chart_unit or "value", table.chart_unit)
-            images[(bench.name, table.title)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
-                                                 for scheme in ("light", "dark")}
+            images[(bench.name, index)] = {scheme: Markup(f"../assets/charts/{name}-{scheme}.svg")
+                                           for scheme in ("light", "dark")}
     return images
 
 

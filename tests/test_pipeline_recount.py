@@ -1,0 +1,185 @@
+"""The judge counts every exploration again from its stored history: the reliability page shows the judge's counts,
+a stored count that differs is a disagreement that fails the build, and a history row that cannot be read is one
+line naming the file and the line."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.load import BadInput, Node
+from pipeline.recount import broken, in_window
+from pipeline.reliability import reliability
+
+ROOT = Path(__file__).parents[1]
+COMMITTED = ROOT / "results" / "reliability"
+NAME = "explore_ledger_pg_slow_service"  # one interlock run in it ended with no definite answer
+
+
+def _copy(tmp_path: Path, damage=None) -> Path:
+    """The committed exploration and its history in a results folder of their own, the summary damaged."""
+    folder = tmp_path / "results" / "reliability"
+    (folder / "history").mkdir(parents=True)
+    data = json.loads((COMMITTED / f"{NAME}.json").read_text())
+    if damage is not None:
+        damage(data)
+    (folder / f"{NAME}.json").write_text(json.dumps(data))
+    shutil.copy(COMMITTED / "history" / f"{NAME}.jsonl.gz", folder / "history")
+    return folder
+
+
+def _row(**changes: Any) -> Node:
+    """A baseline's run that held every rule: one agent write, the worker answered WRITTEN, its log settled."""
+    row = {"system": "hand_check", "seed": 1, "replay": "r", "describe": "d", "acted": None, "acted_at": None,
+           "interrupt": None, "in_flight": None, "journal_cut": None, "effect_id": "e1",
+           "schedule": {"action": "none", "action_pause": None, "raises": None},
+           "truth": {"writes": [["e1", 100.0]], "live": 1, "settled": True},
+           "ran": [{"stage": "recoverer", "index": 0, "outcome": "WRITTEN", "exit_code": 0, "timed_out": False,
+                    "refused_journal": False, "traceback": False, "stderr": []}],
+           "record": {"events": ["send", "result"]}}
+    row.update(changes)
+    return Node(row, "", "history line 1")
+
+
+def _kinds(row: Node) -> list[str]:
+    return [b.kind for b in broken(row)]
+
+
+def test_every_committed_exploration_is_counted_again_and_agrees_with_what_its_file_stores():
+    found = reliability(COMMITTED)
+    assert found.explorations and all(run.recounted for run in found.explorations)
+    assert found.disagreements() == []
+
+
+def test_a_stored_count_unlike_its_historys_is_a_disagreement_and_the_page_shows_the_judges_count(tmp_path):
+    def hide(data: dict) -> None:
+        gate = data["systems"]["interlock"]
+        gate["held"], gate["violated"] = 300, 0
+        gate["violations"]["answer_cannot_say"]["count"] = 0
+
+    [run] = reliability(_copy(tmp_path, hide)).explorations
+    assert {(d.system, d.column, d.stored, d.derived) for d in run.disagreements} == {
+        ("interlock", "held", 300, 299), ("interlock", "violated", 0, 1),
+        ("interlock", "violations.answer_cannot_say.count", 0, 1)}
+    [gate] = [s for s in run.systems if s.system == "interlock"]
+    assert (gate.held, gate.violated, gate.of("answer_cannot_say").count) == (299, 1, 1)
+
+
+def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(tmp_path):
+    def hide(data: dict) -> None:
+        data["systems"]["interlock"]["held"] = 300
+
+    results = _copy(tmp_path, hide).parent
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "pipeline", "build", "--results", str(results), "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert (f"disagreement: {results / 'reliability' / NAME}.json: slow_service (postgresql journal) / interlock: "
+            f"held: stored 300, derived 299 (counted again from {results / 'reliability' / 'history' / NAME}"
+            ".jsonl.gz)") in run.stderr
+    assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
+    page = html.unescape((out / "site" / "reliability" / "index.html").read_text())
+    assert "299 of 300 held" in page and "1 stored count differ from the judge's" in page
+
+
+def test_a_history_line_that_is_not_json_names_the_file_and_the_line(tmp_path):
+    folder = _copy(tmp_path)
+    history = folder / "history" / f"{NAME}.jsonl.gz"
+    lines = gzip.open(history, "rt").read().splitlines()
+    lines[1] = lines[1][:100]
+    with gzip.open(history, "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    with pytest.raises(BadInput, match=rf"history/{NAME}\.jsonl\.gz line 2: \$: not a JSON row"):
+        reliability(folder)
+
+
+def test_a_history_row_missing_a_field_names_the_line_and_the_field(tmp_path):
+    folder = _copy(tmp_path)
+    history = folder / "history" / f"{NAME}.jsonl.gz"
+    rows = [json.loads(line) for line in gzip.open(history, "rt")]
+    del rows[2]["truth"]["live"]
+    with gzip.open(history, "wt") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    with pytest.raises(BadInput, match=rf"{NAME}\.jsonl\.gz line 3: truth\.live: missing"):
+        reliability(folder)
+
+
+def test_a_run_that_held_every_rule_breaks_none():
+    assert _kinds(_row()) == []
+
+
+def test_a_write_after_the_action_counts_against_the_premise_or_the_authority_the_action_moved():
+    moved = {"action": "slot_taken", "action_pause": None, "raises": None}
+    ended = {"action": "request_cancelled", "action_pause": None, "raises": None}
+    assert _kinds(_row(schedule=moved, acted_at=99.0)) == ["after_premise_moved"]
+    assert _kinds(_row(schedule=ended, acted_at=99.0)) == ["after_lease_ended"]
+    assert _kinds(_row(schedule=ended, acted_at=101.0)) == []
+
+
+def test_two_writes_are_a_duplicate_and_a_worker_that_says_none_landed_is_wrong():
+    assert _kinds(_row(truth={"writes": [["e1", 1.0], ["e1", 2.0]], "live": 2, "settled": True})) == [
+        "duplicate_effect"]
+    said = [{"stage": "recoverer", "index": 0, "outcome": "REFUSED:stale_premise", "exit_code": 0,
+             "timed_out": False, "refused_journal": False, "traceback": False, "stderr": []}]
+    assert _kinds(_row(ran=said)) == ["answer_wrong"]
+
+
+def test_an_answer_outside_the_vocabulary_is_counted_not_guessed_and_a_last_recoverer_owes_one():
+    def ran(outcome: str | None, stage: str = "recoverer") -> list[dict]:
+        return [{"stage": stage, "index": 0, "outcome": outcome, "exit_code": 1, "timed_out": False,
+                 "refused_journal": False, "traceback": False, "stderr": []}]
+
+    assert _kinds(_row(ran=ran("PROBABLY_FINE"))) == ["unknown_outcome"]
+    assert _kinds(_row(ran=ran("IN_FLIGHT"))) == ["answer_cannot_say"]
+    assert _kinds(_row(ran=ran(None))) == ["answer_cannot_say"]
+    assert _kinds(_row(ran=ran(None, stage="chain"))) == []  # the first sender may leave it to the recoverers
+
+
+def test_a_baseline_log_with_a_send_and_no_result_is_an_unresolved_dispatch():
+    assert _kinds(_row(record={"events": ["send"]})) == ["unresolved_dispatch"]
+
+
+def test_the_gates_journal_is_held_to_its_receipt_and_an_open_send():
+    [first] = [json.loads(line) for line in gzip.open(COMMITTED / "history" / "explore_calendar.jsonl.gz", "rt")
+               if json.loads(line)["system"] == "interlock"][:1]
+    entries = first["record"]["entries"]
+    row = dict(first)
+    assert _kinds(Node(row, "", "h")) == []
+    row["record"] = {"entries": entries[:3]}  # cut after the DISPATCHED: a send left open, the receipt unsure
+    assert "unresolved_dispatch" in _kinds(Node(row, "", "h"))
+    forged = [dict(entries[0], effect_id="someone-else"), *entries[1:]]
+    row["record"] = {"entries": forged}
+    assert "receipt_invalid" in _kinds(Node(row, "", "h"))
+
+
+def test_an_action_is_inside_the_window_when_it_struck_at_a_point_between_check_and_send():
+    def at(point: str) -> Node:
+        return _row(schedule={"action": "slot_taken", "action_pause": [0, point], "raises": None})
+
+    assert in_window(at("before_send")) and in_window(at("recovery_before_resend"))
+    assert not in_window(at("after_commit"))
+    assert not in_window(_row(schedule={"action": "none", "action_pause": [0, "before_send"], "raises": None}))
+
+
+def test_judge_counts_an_exploration_again_and_exits_1_on_a_count_that_differs(tmp_path):
+    def hide(data: dict) -> None:
+        data["systems"]["interlock"]["violations"]["answer_cannot_say"]["in_window"] = 1
+
+    path = _copy(tmp_path, hide) / f"{NAME}.json"
+    run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(path), "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stderr
+    [counted] = json.loads(run.stdout)["explorations"]
+    assert counted["systems"]["interlock"]["violations"]["answer_cannot_say"] == {"count": 1, "in_window": 0}
+    assert "violations.answer_cannot_say.in_window: stored 1, derived 0" in run.stderr
+    committed = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(COMMITTED / f"{NAME}.json")],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert committed.returncode == 0 and "299" in committed.stdout, committed.stderr
