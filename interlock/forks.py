@@ -1,5 +1,6 @@
-"""One process per open journal and claims directory: a child forked after either was opened shares the parent's
-open files and locks, so its writes would interleave with the parent's under one lock. Each refuses it."""
+"""One process per open journal and claims store: a child forked after either was opened shares the parent's
+open files, locks and database sessions, so its writes would interleave with the parent's under one lock or on
+one session. Each refuses it."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, TypeVar
 import psycopg
 
 from ..errors import ClaimLost, JournalUnavailable
+from ..forks import refuse_if_forked
 from .journal import PgJournal, _first_line, reconnecting
 from .wire import first_row
 
@@ -102,7 +103,8 @@ class PgClaims:
     def __init__(self, journal: PgJournal, *, ttl: float = 30.0):
         self.journal = journal
         self.ttl = ttl
-        self.owner = f"{os.getpid()}@{socket.gethostname()}"
+        self._opened_by = os.getpid()
+        self.owner = f"{self._opened_by}@{socket.gethostname()}"
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._held: dict[str, PgClaim] = {}
@@ -269,6 +271,7 @@ class PgClaims:
 
     def _session(self) -> psycopg.Connection[Any]:
         """The claims session; a new one takes the advisory locks of every held claim again (caller holds _lock)."""
+        refuse_if_forked(self._opened_by, self.journal.path)
         if self._unanswered and self._conn is not None and not self._conn.closed:
             self._unanswered = False
             _drain(self._conn)  # raises, leaving the session broken, if the database went away meanwhile

@@ -18,6 +18,7 @@ from psycopg.pq import TransactionStatus
 from ..addresses import safe_address
 from ..canonical import canonical_bytes, loads
 from ..errors import ClaimLost, GuardFailed, JournalUnavailable
+from ..forks import refuse_if_forked
 from ..journal import plain, unsealed
 from ..records import EffectRecord
 from ..kinds import DISPATCHED, RESOLUTIONS, SENDS
@@ -68,6 +69,7 @@ class PgJournal:
 
     def __init__(self, url: str):
         self.url = url
+        self._opened_by = os.getpid()
         self._epochs: dict[str, tuple[int, str]] = {}
         self._found: dict[str, list[tuple[int, str]]] = {}
         self._sending: set[str] = set()
@@ -269,6 +271,7 @@ class PgJournal:
         return self._unflushed.get(effect_id)
 
     def _session(self) -> psycopg.Connection[Any]:
+        refuse_if_forked(self._opened_by, self.path)  # a forked child would talk on the parent's session
         if self._conn.closed or self._conn.broken:
             self._conn = self.connect()
         return self._conn
