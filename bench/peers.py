@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 WORKERS = (1, 4, 16)
 EFFECTS = 320  # per run, split evenly between the workers
+# and at least this many a worker: with 20 each, a 16-worker run of the direct call had a worker done before the
+# last one started, leaving no moment when every worker ran
+AT_LEAST_PER_WORKER = 80
 ROUNDS = 4  # the one-worker figures: each system runs EFFECTS // ROUNDS effects per round, the systems in turn
 SYSTEMS = ("direct", "interlock_decorator_jsonl", "interlock_decorator_postgresql", "dbos_sqlite", "dbos_postgresql",
            "powertools_redis")
@@ -89,6 +92,7 @@ def run() -> dict[str, Any]:
             RedisServer() as redis_server:
         for workers in WORKERS:
             rounds = ROUNDS if workers == 1 else 1
+            per_run = max(EFFECTS, workers * AT_LEAST_PER_WORKER)
             places = {}
             for system in SYSTEMS:
                 folder = tmp / f"w{workers}_{system}"
@@ -99,7 +103,7 @@ def run() -> dict[str, Any]:
             for number in range(rounds):
                 for system in SYSTEMS:
                     folder, address = places[system]
-                    measured = run_workers(caller, (system, address, str(folder)), workers, EFFECTS // rounds,
+                    measured = run_workers(caller, (system, address, str(folder)), workers, per_run // rounds,
                                            f"{system}-{workers}-{number}")
                     seconds[system] += measured.window_seconds
                     effects[system] += measured.window_effects
@@ -118,7 +122,7 @@ def run() -> dict[str, Any]:
         "note": "one worker process per concurrent worker; every effect fsyncs the service's file; the systems "
                 "commit durably as configured (Interlock flushes its JSONL journal once per effect, before the "
                 "request; DBOS and PostgreSQL their defaults)",
-        "effects_per_run": EFFECTS,
+        "effects_per_run": {str(w): max(EFFECTS, w * AT_LEAST_PER_WORKER) for w in WORKERS},
         "cpus": os.cpu_count(),
         "systems": figures,
         "interlock_decorator_over_dbos_sqlite_median": ratio,
