@@ -15,15 +15,14 @@ import types
 from pathlib import Path
 from typing import Any
 
+from ._submitters import submitter
 from ._throughput import WARMUP, Call, run_workers
 
 
 def watched_submitter(path: str, effects: int, worker: int) -> Call:
-    """`bench.gate.submitter`, with the append lock's turns recorded for its `effects` timed effects (after the
-    harness's untimed warm-up ones)."""
+    """`bench._submitters.submitter`, with the append lock's turns recorded for its `effects` timed effects (after
+    the harness's untimed warm-up ones)."""
     import interlock.journal
-
-    from .gate import submitter
 
     turns: list[list[float]] = []
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._scratch import scratch
+from ._submitters import submitter
 from ._throughput import Call, run_workers
-from .gate import SHARED_EFFECTS, submitter
+from .gate import SHARED_EFFECTS
 
 ROUNDS = 3
 WORKERS = 16

@@ -29,6 +29,7 @@ from interlock.witness import Mark, Witness
 from ._lock_turns import lock_turns
 from ._results import against
 from ._scratch import scratch
+from ._submitters import own_journal_submitter, submitter
 from ._throughput import Call, Run, durable_service, expect, per_round, run_workers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,19 +111,6 @@ def _witness_flush_ms(path: Path) -> float:
     elapsed = time.perf_counter() - started
     witness.close()
     return elapsed / WITNESS_FLUSHES * 1e3
-
-
-def submitter(path: str, worker: int) -> Call:
-    """One worker's call: submit an effect through the shared journal (tier 1, a send that only returns its id)."""
-    gate = Gate(path, FunctionTarget("bench", lambda eid, payload: {"id": eid}, tier=1))
-    return lambda key: expect(gate.submit(Effect(key, {"key": key})).status, "COMMITTED")
-
-
-def own_journal_submitter(folder: str, worker: int) -> Call:
-    """`submitter` on a journal of the worker's own in `folder`: with nothing shared, what 16 such processes do is
-    the most this machine gives 16 processes doing the gate's work, whatever the journal does."""
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    return submitter(str(Path(folder) / f"journal-{worker}.jsonl"), worker)
 
 
 def _shared_run(path: Path, workers: int) -> Run:

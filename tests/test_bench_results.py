@@ -43,7 +43,7 @@ def test_a_result_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path)
 
 def test_a_throughput_run_times_every_effect_and_fails_when_one_does_not_go_through(tmp_path):
     from bench._throughput import run_workers
-    from bench.gate import submitter
+    from bench._submitters import submitter
 
     journal = str(tmp_path / "journal.jsonl")
     first = run_workers(submitter, (journal,), 2, 8, "run")
@@ -68,7 +68,7 @@ def test_a_throughput_rate_counts_only_the_effects_finished_while_every_worker_r
 
 def test_the_ceiling_run_gives_each_worker_a_journal_of_its_own(tmp_path):
     from bench._throughput import WARMUP, run_workers
-    from bench.gate import own_journal_submitter
+    from bench._submitters import own_journal_submitter
     from interlock import Journal
 
     run = run_workers(own_journal_submitter, (str(tmp_path / "own"),), 2, 8, "run")
