@@ -16,6 +16,7 @@ from interlock import verify
 from .load import Node, rows
 from .model import Disagreement
 from .outcomes import UnknownOutcome, landed
+from .times import stamp
 
 # The points between a worker's last check and its send: an action that strikes there is inside the window no
 # check can close, and is counted apart.
@@ -120,14 +121,15 @@ def in_window(row: Node) -> bool:
 def broken(row: Node) -> list[Broken]:
     """Every rule the run broke, in the order the rules are listed."""
     truth = row.at("truth")
-    writes = [(w.items()[0].value, w.items()[1].expect("number")) for w in truth.at("writes").items()]
+    writes = [(w.items()[0].value, stamp(w.items()[1])) for w in truth.at("writes").items()]
     live = truth.get("live", "integer")
     at_service = bool(writes) or live > 0
     found = []
     if live > 1 or len(writes) > 1:
         found.append(Broken("duplicate_effect", f"the service holds {live} live, {len(writes)} agent write(s) made"))
-    acted_at = row.get("acted_at", "number", nullable=True)
-    if acted_at is not None:
+    acted = row.opt_node("acted_at")
+    if acted is not None:
+        acted_at = stamp(acted)
         action = row.at("schedule").get("action", "string")
         late = [w for w, at in writes if at > acted_at]
         if late:

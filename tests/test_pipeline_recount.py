@@ -22,6 +22,7 @@ from pipeline.reliability import reliability
 ROOT = Path(__file__).parents[1]
 COMMITTED = ROOT / "results" / "reliability"
 NAME = "explore_ledger_pg_slow_service"  # one interlock run in it ended with no definite answer
+T = 1_800_000_000.0  # a clock reading in seconds since the epoch (2027)
 
 
 def _copy(tmp_path: Path, damage=None) -> Path:
@@ -41,7 +42,7 @@ def _row(**changes: Any) -> Node:
     row = {"system": "hand_check", "seed": 1, "replay": "r", "describe": "d", "acted": None, "acted_at": None,
            "interrupt": None, "in_flight": None, "journal_cut": None, "effect_id": "e1",
            "schedule": {"action": "none", "action_pause": None, "raises": None},
-           "truth": {"writes": [["e1", 100.0]], "live": 1, "settled": True},
+           "truth": {"writes": [["e1", T]], "live": 1, "settled": True},
            "ran": [{"stage": "recoverer", "index": 0, "outcome": "WRITTEN", "exit_code": 0, "timed_out": False,
                     "refused_journal": False, "traceback": False, "stderr": []}],
            "record": {"events": ["send", "result"]}}
@@ -119,13 +120,13 @@ def test_a_run_that_held_every_rule_breaks_none():
 def test_a_write_after_the_action_counts_against_the_premise_or_the_authority_the_action_moved():
     moved = {"action": "slot_taken", "action_pause": None, "raises": None}
     ended = {"action": "request_cancelled", "action_pause": None, "raises": None}
-    assert _kinds(_row(schedule=moved, acted_at=99.0)) == ["after_premise_moved"]
-    assert _kinds(_row(schedule=ended, acted_at=99.0)) == ["after_lease_ended"]
-    assert _kinds(_row(schedule=ended, acted_at=101.0)) == []
+    assert _kinds(_row(schedule=moved, acted_at=T - 1)) == ["after_premise_moved"]
+    assert _kinds(_row(schedule=ended, acted_at=T - 1)) == ["after_lease_ended"]
+    assert _kinds(_row(schedule=ended, acted_at=T + 1)) == []
 
 
 def test_two_writes_are_a_duplicate_and_a_worker_that_says_none_landed_is_wrong():
-    assert _kinds(_row(truth={"writes": [["e1", 1.0], ["e1", 2.0]], "live": 2, "settled": True})) == [
+    assert _kinds(_row(truth={"writes": [["e1", T], ["e1", T + 1]], "live": 2, "settled": True})) == [
         "duplicate_effect"]
     said = [{"stage": "recoverer", "index": 0, "outcome": "REFUSED:stale_premise", "exit_code": 0,
              "timed_out": False, "refused_journal": False, "traceback": False, "stderr": []}]
@@ -183,3 +184,8 @@ def test_judge_counts_an_exploration_again_and_exits_1_on_a_count_that_differs(t
     committed = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(COMMITTED / f"{NAME}.json")],
                                cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert committed.returncode == 0 and "299" in committed.stdout, committed.stderr
+
+
+def test_a_history_time_read_in_milliseconds_is_bad_input_naming_the_line_and_field():
+    with pytest.raises(BadInput, match=r"history line 1: acted_at: not a time between 2000-01-01 and 2100-01-01"):
+        broken(_row(acted_at=T * 1000))
