@@ -1,9 +1,9 @@
 """`python -m pipeline judge FILE... [--json]`: re-judge result files from their artifacts alone.
 
-A scenario file is judged cell by cell (a shipped published run only while its bytes are the published ones); an exploration (`results/reliability/explore_*.json`) is counted again from
-the history stored beside it. Exit 0 when every verdict and count a file stores equals the derived one (or it stores
-none), 1 when any differs (each difference is one line on stderr), 2 when a file cannot be read as artifacts (one
-line naming file and field).
+A scenario file is judged cell by cell (a shipped published run only while its bytes are the published ones); an
+exploration (`results/reliability/explore_*.json`) is counted again from the history stored beside it. Exit 0 when
+every verdict and count a file stores equals the derived one (or it stores none), 1 when any differs (each
+difference is one line on stderr), 2 when a file cannot be read as artifacts (one line naming file and field).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from .tables import as_text, exploration_text
 def judge_file(path: str) -> Scenario | Exploration:
     """A scenario file judged, or an exploration counted again from its stored history; a file of
     results/published/ is judged only while it holds the published bytes."""
+    top = read(path)
     if Path(path).resolve().parent == PUBLISHED:
         shipped(Path(path).resolve())
-    top = read(path)
     if top.has("violation_kinds"):
         return explored(top, Path(path), path)
     return judged(top, path)
@@ -37,7 +37,7 @@ def judge_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline judge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="FILE", help="result file (results/*/*.json)")
-    parser.add_argument("--json", action="store_true", help="print {cells, disagreements} as one JSON object")
+    parser.add_argument("--json", action="store_true", help="print {cells, explorations, disagreements} as one JSON object")
     args = parser.parse_args(argv)
     try:
         files = [judge_file(path) for path in args.files]
@@ -55,6 +55,9 @@ def judge_main(argv: list[str]) -> int:
         print("\n\n".join(as_text(f) if isinstance(f, Scenario) else exploration_text(f) for f in files))
     for disagreement in found:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
+    for run in explorations:
+        if run.recounted is None:
+            print(f"not counted again: {printable(run.source)} has no history beside it", file=sys.stderr)
     return 1 if found else 0
 
 

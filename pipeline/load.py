@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sys
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +21,7 @@ _EXPECTED = {
     "number": (int, float),
 }
 _QUOTED = 60  # characters of a value a message quotes before it cuts the rest
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")  # half of a pair, or a half with no partner
 
 
 class BadInput(Exception):
@@ -162,6 +164,7 @@ def read(path: str | Path) -> Node:
         raise BadInput(name, "$", "arrays or objects nested too deeply to read") from None
     except ValueError:  # json.loads' only other error: an integer longer than int() converts
         raise BadInput(name, "$", f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
+    _no_lone_surrogate(text, value, name)
     node = Node(value, "", name)
     if credentials.shape_in(text) is not None:  # one scan of the text; the value is looked for only on a find
         leak = _credential(node)
@@ -173,6 +176,18 @@ def read(path: str | Path) -> Node:
     return node
 
 
+def _no_lone_surrogate(text: str, value: Any, file: str) -> None:
+    """Refuse a value holding half of a UTF-16 surrogate pair with no partner (JSON can escape one, UTF-8 cannot
+    encode it): no page or terminal could show it. The text is scanned first, so a file without one costs a search."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(file, "$", "holds an unpaired surrogate escape (\\ud800 to \\udfff with no partner), "
+                                  "which is not text") from None
+
+
 def rows(path: Path, shown: str) -> Iterator[Node]:
     """Each row of a gzipped JSON-lines file (an exploration's history), read as strictly as a result file; bad
     input names the file (as `shown`) and the line."""
@@ -182,14 +197,15 @@ def rows(path: Path, shown: str) -> Iterator[Node]:
                 where = f"{shown} line {number}"
                 try:
                     value = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-                except (ValueError, RecursionError) as exc:  # JSONDecodeError and _NotJson are ValueErrors
+                except (ValueError, RecursionError, _NotJson) as exc:
                     raise BadInput(where, "$", f"not a JSON row: {exc}") from None
+                _no_lone_surrogate(line, value, where)
                 row = Node(value, "", where)
                 if credentials.shape_in(line) is not None and (leak := _credential(row)) is not None:
                     raise leak[0].bad(f"holds what looks like a {leak[1]}: a history never carries a credential")
                 row.expect("object")
                 yield row
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise BadInput(shown, "$", f"cannot read the gzipped history: {exc}") from None
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from interlock import verify
 
-from .load import Node, rows
+from .load import BadInput, Node, rows
 from .model import Disagreement
 from .outcomes import UnknownOutcome, landed
 from .times import stamp
@@ -27,9 +27,6 @@ PREMISE_ACTIONS = frozenset({"human_write", "slot_taken", "balance_moved"})
 MAY_DEFER = frozenset({"chain", "concurrent"})
 BASELINE_RESULTS = frozenset({"result", "finished"})  # a baseline's log line that settles its job
 SENDS, RESOLUTIONS = frozenset({"DISPATCHED", "REDISPATCHED"}), frozenset({"COMMITTED", "REFUSED", "AMBIGUOUS"})
-KINDS = ("duplicate_effect", "after_premise_moved", "after_lease_ended", "unresolved_dispatch", "receipt_invalid",
-         "receipt_disagrees", "receipt_cannot_say", "damage_accepted", "answer_wrong", "answer_cannot_say",
-         "unknown_outcome", "worker_error", "service_unsettled")
 EXAMPLES = 5  # violating runs shown per kind
 
 
@@ -100,8 +97,10 @@ def recount(history: Path, shown: str) -> Recount:
         for aspect, said in hazard_effects(row):
             effects.setdefault(aspect, Counter())[f"{system}: {said}"] += 1
         failure = row.opt("harness_retried", "string")
-        if failure is not None:
+        if failure:
             retried.append((row.get("seed", "integer"), system, row.get("replay", "string"), failure))
+    if not systems:
+        raise BadInput(shown, "$", "holds no rows: a history counts every run of its exploration")
     return Recount(shown, systems, {aspect: dict(sorted(said.items())) for aspect, said in sorted(effects.items())},
                    tuple(retried))
 
@@ -114,14 +113,14 @@ def in_window(row: Node) -> bool:
         point = held.get("point", "string") if held.get("reached", "boolean") else None
     else:
         pause = schedule.opt_node("action_pause")
-        point = pause.items()[1].expect("string") if pause is not None else None
+        point = _pair(pause)[1].expect("string") if pause is not None else None
     return schedule.get("action", "string") != "none" and point in CHECK_TO_SEND
 
 
 def broken(row: Node) -> list[Broken]:
     """Every rule the run broke, in the order the rules are listed."""
     truth = row.at("truth")
-    writes = [(w.items()[0].value, stamp(w.items()[1])) for w in truth.at("writes").items()]
+    writes = [(write.value, stamp(at)) for write, at in map(_pair, truth.at("writes").items())]
     live = truth.get("live", "integer")
     at_service = bool(writes) or live > 0
     found = []
@@ -146,6 +145,22 @@ def broken(row: Node) -> list[Broken]:
             said = [line.expect("string") for line in worker.at("stderr").items()][-1:] or ["timed out"]
             found.append(Broken("worker_error", f"{_who(worker)}: {said[0][:200]}"))
     return found
+
+
+def _pair(node: Node) -> tuple[Node, Node]:
+    """The two items of a 2-item array: (write, time) or (worker, pause point)."""
+    items = node.items()
+    if len(items) != 2:
+        raise node.bad(f"expected a 2-item array, got {len(items)} item(s)")
+    return items[0], items[1]
+
+
+def _cut(row: Node) -> Node | None:
+    """The journal cut the run made, refused unless it kept between none and all of the file's bytes."""
+    cut = row.opt_node("journal_cut")
+    if cut is not None and not 0 <= cut.get("kept", "integer") <= cut.get("size", "integer"):
+        raise cut.at("kept").bad(f"kept {cut.get('kept', 'integer')} of a {cut.get('size', 'integer')}-byte journal")
+    return cut
 
 
 def _who(worker: Node) -> str:
@@ -188,7 +203,7 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
         return [Broken("unresolved_dispatch", f"the log holds {sends} send(s), {results} result(s)")] \
             if sends > results else []
     found = []
-    cut = row.opt_node("journal_cut")
+    cut = _cut(row)
     damaged = cut is not None and cut.get("kept", "integer") < cut.get("size", "integer")
     within_last_line = cut is not None and cut.get("inside_last_line", "boolean")
     if cut is not None and damaged:
@@ -205,7 +220,7 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
         return found
     pending = False
     for entry in record.at("entries").items():
-        kind = entry.expect("object").get("kind")
+        kind = entry.opt("kind", "string")
         pending = True if kind in SENDS else False if kind in RESOLUTIONS else pending
     if pending:
         found.append(Broken("unresolved_dispatch", "the journal ends with a send no resolution settled"))
@@ -232,7 +247,7 @@ def hazard_effects(row: Node) -> list[tuple[str, str]]:
     if flight is not None:
         got = "request held at the service" if flight.get("received", "boolean") else "no request reached the service"
         seen.append(("in_flight", f"{flight.get('how', 'string')}: {got}"))
-    cut = row.opt_node("journal_cut")
+    cut = _cut(row)
     if cut is not None:
         where = ("nothing cut" if cut.get("kept", "integer") == cut.get("size", "integer") else
                  "inside the last line" if cut.get("inside_last_line", "boolean") else "before the last line")
@@ -246,8 +261,8 @@ def hazard_effects(row: Node) -> list[tuple[str, str]]:
 
 
 def disagreements(stored: Node, counted: Recount, file: str, cell: str) -> list[Disagreement]:
-    """Every count the summary stores (per system, per violation kind, per hazard aspect) that differs from the
-    judge's count of its history; a count the summary lacks is stored as 0."""
+    """Every count the summary stores (per system, per violation kind, per hazard aspect, the runs the harness
+    played twice) that differs from the judge's count of its history; a count the summary lacks is stored as 0."""
     why = f"counted again from {counted.history}"
     found = []
     systems = stored.at("systems")
@@ -263,6 +278,11 @@ def disagreements(stored: Node, counted: Recount, file: str, cell: str) -> list[
                       for column, derived in (("count", mine.counts[kind]), ("in_window", mine.in_window[kind]))]
         found += [Disagreement(file, cell, name, column, said, derived, why)
                   for column, said, derived in pairs if said != derived]
+    retried = stored.opt_node("harness_retried")
+    said = sorted((r.get("seed", "integer"), r.get("system", "string")) for r in (retried.items() if retried else []))
+    derived = sorted((seed, system) for seed, system, _, _ in counted.retried)
+    if said != derived:
+        found.append(Disagreement(file, cell, "harness", "harness_retried (seed, system)", said, derived, why))
     effects = stored.opt_node("hazard_effects")
     for aspect in dict.fromkeys([*(effects.expect("object") if effects is not None else ()),
                                  *counted.hazard_effects]):
@@ -271,6 +291,6 @@ def disagreements(stored: Node, counted: Recount, file: str, cell: str) -> list[
         for said in dict.fromkeys([*(theirs.expect("object") if theirs is not None else ()), *mine_said]):
             count = theirs.opt(said, "integer", 0) if theirs is not None else 0
             if count != mine_said.get(said, 0):
-                found.append(Disagreement(file, cell, "", f"hazard_effects.{aspect}[{said!r}]", count,
+                found.append(Disagreement(file, cell, "hazard", f"hazard_effects.{aspect}[{said!r}]", count,
                                           mine_said.get(said, 0), why))
     return found

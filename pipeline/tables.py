@@ -56,7 +56,8 @@ def exploration_text(run: Exploration) -> str:
         "broke a rule outside the window": s.violated, "inside it": s.violated_in_window,
         "kinds broken": ", ".join(f"{v.kind} {v.count}" + (f" ({v.in_window} in window)" if v.in_window else "")
                                   for v in s.violations if v.count) or "none",
-    } for s in run.systems]).set_index("system")
+    } for s in run.systems], columns=["system", "schedules", "held", "broke a rule outside the window", "inside it",
+                                       "kinds broken"]).set_index("system")
     counted = (f"counted again from {run.recounted}" if run.recounted else
                "as the file stores them: no history beside it to count again")
     lines = [f"{run.scenario}: {run.hazard} ({run.journal} journal)", f"{run.source}, {counted}", "",

@@ -332,3 +332,14 @@ def test_a_huge_value_is_quoted_cut_short_with_its_length(tmp_path, damage, wher
 def test_worker_exits_that_cannot_be_a_run_name_worker_exits(tmp_path, exits, problem):
     path = broken_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(worker_exits=exits))
     assert_one_line(judge(path), f"{path}: cells[0].worker_exits: {problem}")
+
+
+def test_an_unpaired_surrogate_escape_is_not_text_and_is_one_line(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(note="@@"), '"\\ud800 alone"')
+    assert_one_line(judge(path), f"{path}: $: holds an unpaired surrogate escape (\\ud800 to \\udfff with no "
+                                 "partner), which is not text")
+
+
+def test_a_surrogate_pair_escape_is_text_and_is_judged(tmp_path):
+    path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(note="@@"), '"\\ud83d\\ude00"')
+    assert judge(path).returncode == 0

@@ -88,7 +88,11 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
             ".jsonl.gz)") in run.stderr
     assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
     page = html.unescape((out / "site" / "reliability" / "index.html").read_text())
-    assert "299 of 300 held" in page and "1 stored count differ from the judge's" in page
+    assert "299 of 300 held" in page
+    warning = page[page.index('<div class="admonition danger">'):]
+    warning = warning[:warning.index("</div>")]
+    assert "1 stored count differ from the judge's" in warning
+    assert "interlock</code> <code>held</code>: the file says 300, the history gives 299" in warning
 
 
 def test_a_history_line_that_is_not_json_names_the_file_and_the_line(tmp_path):
@@ -189,3 +193,65 @@ def test_judge_counts_an_exploration_again_and_exits_1_on_a_count_that_differs(t
 def test_a_history_time_read_in_milliseconds_is_bad_input_naming_the_line_and_field():
     with pytest.raises(BadInput, match=r"history line 1: acted_at: not a time between 2000-01-01 and 2100-01-01"):
         broken(_row(acted_at=T * 1000))
+
+
+def _history(folder: Path, rows: list) -> Path:
+    history = folder / "history" / f"{NAME}.jsonl.gz"
+    with gzip.open(history, "wt") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    return history
+
+
+def _committed_rows() -> list[dict]:
+    return [json.loads(line) for line in gzip.open(COMMITTED / "history" / f"{NAME}.jsonl.gz", "rt")]
+
+
+def test_a_history_whose_compressed_data_is_damaged_is_one_line_naming_it(tmp_path):
+    folder = _copy(tmp_path)
+    history = folder / "history" / f"{NAME}.jsonl.gz"
+    data = bytearray(history.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)
+    history.write_bytes(bytes(data))
+    with pytest.raises(BadInput, match=rf"history/{NAME}\.jsonl\.gz( line \d+)?: \$: (cannot read|not a JSON row)"):
+        reliability(folder)
+
+
+def test_an_empty_history_is_bad_input_not_a_file_of_no_runs(tmp_path):
+    folder = _copy(tmp_path)
+    _history(folder, [])
+    with pytest.raises(BadInput, match="holds no rows"):
+        reliability(folder)
+
+
+@pytest.mark.parametrize("damage, field", [
+    (lambda row: row["truth"].update(writes=[["only-an-id"]]), r"truth\.writes\[0\]: expected a 2-item array"),
+    (lambda row: row["schedule"].update(action_pause=[0]), r"schedule\.action_pause: expected a 2-item array"),
+    (lambda row: row["record"]["entries"][0].update(kind=["PROPOSED"]), r"record\.entries\[0\]\.kind: expected "
+                                                                         "string"),
+    (lambda row: row.update(journal_cut={"kept": 10, "size": 5, "inside_last_line": False}),
+     r"journal_cut\.kept: kept 10 of a 5-byte journal"),
+    (lambda row: row.update(describe="\ud800"), r"line 1: \$: holds an unpaired surrogate escape"),
+])
+def test_a_history_row_of_the_wrong_shape_names_the_line_and_the_field(tmp_path, damage, field):
+    folder = _copy(tmp_path)
+    [row] = [r for r in _committed_rows() if r["record"].get("entries")][:1]
+    damage(row)
+    _history(folder, [row])
+    with pytest.raises(BadInput, match=field):
+        reliability(folder)
+
+
+def test_a_run_the_harness_played_twice_that_the_file_does_not_name_is_a_disagreement(tmp_path):
+    folder = _copy(tmp_path)
+    rows = _committed_rows()
+    rows[0]["harness_retried"] = "ProcessLookupError"
+    _history(folder, rows)
+    [run] = reliability(folder).explorations
+    assert [(d.column, d.stored, d.derived) for d in run.disagreements] == [
+        ("harness_retried (seed, system)", [], [(rows[0]["seed"], rows[0]["system"])])]
+
+
+def test_judging_a_missing_file_in_the_published_folder_is_one_line():
+    run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(ROOT / "results" / "published" / "no.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
