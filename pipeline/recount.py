@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from interlock import verify
 
 from .load import BadInput, Node, rows
