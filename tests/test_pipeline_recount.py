@@ -21,7 +21,7 @@ from pipeline.reliability import reliability
 
 ROOT = Path(__file__).parents[1]
 COMMITTED = ROOT / "results" / "reliability"
-NAME = "explore_ledger_pg_slow_service"  # one interlock run in it ended with no definite answer
+NAME = "explore_ledger_pg_slow_service"  # the gate alone, on the shared journal
 T = 1_800_000_000.0  # a clock reading in seconds since the epoch (2027)
 
 
@@ -60,23 +60,34 @@ def test_every_committed_exploration_is_counted_again_and_agrees_with_what_its_f
     assert found.disagreements() == []
 
 
+def _stored_gate() -> dict:
+    """The gate's counts as the committed file stores them."""
+    return json.loads((COMMITTED / f"{NAME}.json").read_text())["systems"]["interlock"]
+
+
 def test_a_stored_count_unlike_its_historys_is_a_disagreement_and_the_page_shows_the_judges_count(tmp_path):
+    gate = _stored_gate()
+    held, duplicates = gate["held"], gate["violations"]["duplicate_effect"]["count"]
+
     def hide(data: dict) -> None:
-        gate = data["systems"]["interlock"]
-        gate["held"], gate["violated"] = 300, 0
-        gate["violations"]["answer_cannot_say"]["count"] = 0
+        stored = data["systems"]["interlock"]
+        stored["held"] += 1
+        stored["violations"]["duplicate_effect"]["count"] += 1
 
     [run] = reliability(_copy(tmp_path, hide)).explorations
     assert {(d.system, d.column, d.stored, d.derived) for d in run.disagreements} == {
-        ("interlock", "held", 300, 299), ("interlock", "violated", 0, 1),
-        ("interlock", "violations.answer_cannot_say.count", 0, 1)}
-    [gate] = [s for s in run.systems if s.system == "interlock"]
-    assert (gate.held, gate.violated, gate.of("answer_cannot_say").count) == (299, 1, 1)
+        ("interlock", "held", held + 1, held),
+        ("interlock", "violations.duplicate_effect.count", duplicates + 1, duplicates)}
+    [judged] = [s for s in run.systems if s.system == "interlock"]
+    assert (judged.held, judged.of("duplicate_effect").count) == (held, duplicates)
 
 
 def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(tmp_path):
+    gate = _stored_gate()
+    held, schedules = gate["held"], gate["schedules"]
+
     def hide(data: dict) -> None:
-        data["systems"]["interlock"]["held"] = 300
+        data["systems"]["interlock"]["held"] += 1
 
     results = _copy(tmp_path, hide).parent
     out = tmp_path / "out"
@@ -84,15 +95,15 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert (f"disagreement: {results / 'reliability' / NAME}.json: slow_service (postgresql journal) / interlock: "
-            f"held: stored 300, derived 299 (counted again from {results / 'reliability' / 'history' / NAME}"
-            ".jsonl.gz)") in run.stderr
+            f"held: stored {held + 1}, derived {held} (counted again from "
+            f"{results / 'reliability' / 'history' / NAME}.jsonl.gz)") in run.stderr
     assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
     page = html.unescape((out / "site" / "reliability" / "index.html").read_text())
-    assert "299 of 300 held" in page
+    assert f"{held} of {schedules} held" in page
     warning = page[page.index('<div class="admonition danger">'):]
     warning = warning[:warning.index("</div>")]
     assert "1 stored count differ from the judge's" in warning
-    assert "interlock</code> <code>held</code>: the file says 300, the history gives 299" in warning
+    assert f"interlock</code> <code>held</code>: the file says {held + 1}, the history gives {held}" in warning
 
 
 def test_a_history_line_that_is_not_json_names_the_file_and_the_line(tmp_path):
@@ -175,24 +186,23 @@ def test_an_action_is_inside_the_window_when_it_struck_at_a_point_between_check_
 
 
 def test_judge_counts_an_exploration_again_and_exits_1_on_a_count_that_differs(tmp_path):
+    kinds = _stored_gate()["violations"]
+    said = {"count": kinds["duplicate_effect"]["count"], "in_window": kinds["duplicate_effect"]["in_window"]}
+
     def hide(data: dict) -> None:
-        data["systems"]["interlock"]["violations"]["answer_cannot_say"]["in_window"] = 1
+        data["systems"]["interlock"]["violations"]["duplicate_effect"]["in_window"] += 1
 
     path = _copy(tmp_path, hide) / f"{NAME}.json"
     run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(path), "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     [counted] = json.loads(run.stdout)["explorations"]
-    assert counted["systems"]["interlock"]["violations"]["answer_cannot_say"] == {"count": 1, "in_window": 0}
-    assert "violations.answer_cannot_say.in_window: stored 1, derived 0" in run.stderr
+    assert counted["systems"]["interlock"]["violations"]["duplicate_effect"] == said
+    assert (f"violations.duplicate_effect.in_window: stored {said['in_window'] + 1}, derived {said['in_window']}"
+            in run.stderr)
     committed = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(COMMITTED / f"{NAME}.json")],
                                cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert committed.returncode == 0 and "299" in committed.stdout, committed.stderr
-
-
-def test_a_history_time_read_in_milliseconds_is_bad_input_naming_the_line_and_field():
-    with pytest.raises(BadInput, match=r"history line 1: acted_at: not a time between 2000-01-01 and 2100-01-01"):
-        broken(_row(acted_at=T * 1000))
+    assert committed.returncode == 0 and str(_stored_gate()["held"]) in committed.stdout, committed.stderr
 
 
 def _history(folder: Path, rows: list) -> Path:
@@ -244,11 +254,13 @@ def test_a_history_row_of_the_wrong_shape_names_the_line_and_the_field(tmp_path,
 def test_a_run_the_harness_played_twice_that_the_file_does_not_name_is_a_disagreement(tmp_path):
     folder = _copy(tmp_path)
     rows = _committed_rows()
-    rows[0]["harness_retried"] = "ProcessLookupError"
+    stored = sorted((r["seed"], r["system"]) for r in rows if r.get("harness_retried"))
+    row = next(r for r in rows if not r.get("harness_retried"))
+    row["harness_retried"] = "ProcessLookupError"
     _history(folder, rows)
     [run] = reliability(folder).explorations
     assert [(d.column, d.stored, d.derived) for d in run.disagreements] == [
-        ("harness_retried (seed, system)", [], [(rows[0]["seed"], rows[0]["system"])])]
+        ("harness_retried (seed, system)", stored, sorted([*stored, (row["seed"], row["system"])]))]
 
 
 def test_judging_a_missing_file_in_the_published_folder_is_one_line():
