@@ -267,3 +267,8 @@ def test_judging_a_missing_file_in_the_published_folder_is_one_line():
     run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(ROOT / "results" / "published" / "no.json")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+def test_a_history_time_read_in_milliseconds_is_bad_input_naming_the_line_and_field():
+    with pytest.raises(BadInput, match=r"history line 1: acted_at: not a time between 2000-01-01 and 2100-01-01"):
+        broken(_row(acted_at=T * 1000))
