@@ -26,7 +26,7 @@ from .reliability import reliability
 from .render import render_site
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "results"  # scenarios/, reliability/ and bench/ in it; the published runs ship in the checkout's
+RESULTS = REPO / "results"  # its scenarios/, reliability/, bench/; published runs: always results/published/
 CONFIG = REPO / "mkdocs.yml"
 DEFAULT_OUT = REPO / "build"
 # The folders a build writes into its out folder, and the file beside them naming those it made: only these, or

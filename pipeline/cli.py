@@ -24,9 +24,9 @@ from .tables import as_text, exploration_text
 def judge_file(path: str) -> Scenario | Exploration:
     """A scenario file judged, or an exploration counted again from its stored history; a file of
     results/published/ is judged only while it holds the published bytes."""
-    top = read(path)
-    if Path(path).resolve().parent == PUBLISHED:
-        shipped(Path(path).resolve())
+    top, where = read(path), Path(path).resolve()
+    if where.parent == PUBLISHED:
+        shipped(where)
     if top.has("violation_kinds"):
         return explored(top, Path(path), path)
     return judged(top, path)

@@ -1,6 +1,6 @@
 """An exploration counted again by the judge from its stored history: each run's rows (the service's truth, every
 worker's answer, the system's own record) held to the rules by the pipeline's own reading, so the reliability page
-shows what the runs did, and every count the explorer stored that differs is a disagreement.
+shows what the runs did (`pipeline.reliability` holds the explorer's stored counts to these).
 
 The rules are the ones the explorer names in its file (`violation_kinds`); their reading here is the judge's. A
 receipt is checked with the library's verifier, as any reader of a journal checks it.
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interlock import verify
+from interlock.kinds import send_open_after
 
 from .load import BadInput, Node, rows
-from .model import Disagreement
 from .outcomes import UnknownOutcome, landed
 from .times import stamp
 
@@ -27,7 +27,6 @@ PREMISE_ACTIONS = frozenset({"human_write", "slot_taken", "balance_moved"})
 # The first sender and recoverers that ran beside a held worker may leave the effect to the last recoverers.
 MAY_DEFER = frozenset({"chain", "concurrent"})
 BASELINE_RESULTS = frozenset({"result", "finished"})  # a baseline's log line that settles its job
-SENDS, RESOLUTIONS = frozenset({"DISPATCHED", "REDISPATCHED"}), frozenset({"COMMITTED", "REFUSED", "AMBIGUOUS"})
 EXAMPLES = 5  # violating runs shown per kind
 
 
@@ -222,7 +221,7 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
     pending = False
     for entry in record.at("entries").items():
         kind = entry.opt("kind", "string")
-        pending = True if kind in SENDS else False if kind in RESOLUTIONS else pending
+        pending = send_open_after(pending, kind)
     if pending:
         found.append(Broken("unresolved_dispatch", "the journal ends with a send no resolution settled"))
     receipt = verify({"effect_id": row.get("effect_id", "string"), "entries": entries})
@@ -259,39 +258,3 @@ def hazard_effects(row: Node) -> list[tuple[str, str]]:
     if raises is not None:
         seen.append(("raises", raises))
     return seen
-
-
-def disagreements(stored: Node, counted: Recount, file: str, cell: str) -> list[Disagreement]:
-    """Every count the summary stores (per system, per violation kind, per hazard aspect, the runs the harness
-    played twice) that differs from the judge's count of its history; a count the summary lacks is stored as 0."""
-    why = f"counted again from {counted.history}"
-    found = []
-    systems = stored.at("systems")
-    for name in dict.fromkeys([*systems.expect("object"), *counted.systems]):
-        mine = counted.systems.get(name, Counted())
-        theirs = systems.opt_node(name)
-        pairs = [(column, theirs.get(column, "integer") if theirs is not None else 0, getattr(mine, column))
-                 for column in ("schedules", "held", "violated", "violated_in_window")]
-        kinds = theirs.opt_node("violations") if theirs is not None else None
-        for kind in dict.fromkeys([*(kinds.expect("object") if kinds is not None else ()), *mine.counts]):
-            item = kinds.opt_node(kind) if kinds is not None else None
-            pairs += [(f"violations.{kind}.{column}", item.get(column, "integer") if item is not None else 0, derived)
-                      for column, derived in (("count", mine.counts[kind]), ("in_window", mine.in_window[kind]))]
-        found += [Disagreement(file, cell, name, column, said, derived, why)
-                  for column, said, derived in pairs if said != derived]
-    retried = stored.opt_node("harness_retried")
-    said = sorted((r.get("seed", "integer"), r.get("system", "string")) for r in (retried.items() if retried else []))
-    derived = sorted((seed, system) for seed, system, _, _ in counted.retried)
-    if said != derived:
-        found.append(Disagreement(file, cell, "harness", "harness_retried (seed, system)", said, derived, why))
-    effects = stored.opt_node("hazard_effects")
-    for aspect in dict.fromkeys([*(effects.expect("object") if effects is not None else ()),
-                                 *counted.hazard_effects]):
-        theirs = effects.opt_node(aspect) if effects is not None else None
-        mine_said = counted.hazard_effects.get(aspect, {})
-        for said in dict.fromkeys([*(theirs.expect("object") if theirs is not None else ()), *mine_said]):
-            count = theirs.opt(said, "integer", 0) if theirs is not None else 0
-            if count != mine_said.get(said, 0):
-                found.append(Disagreement(file, cell, "hazard", f"hazard_effects.{aspect}[{said!r}]", count,
-                                          mine_said.get(said, 0), why))
-    return found

@@ -13,7 +13,7 @@ from .commits import moved_to
 from .load import Node, read
 from .machine import cores_said, load_said
 from .model import Disagreement
-from .recount import Recount, disagreements, history_of, recount
+from .recount import Counted, Recount, history_of, recount
 
 
 @dataclass(frozen=True)
@@ -238,11 +238,36 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
     if not stored_history.is_file():
         return run
     counted = recount(stored_history, str(Path(shown).parent / "history" / stored_history.name))
-    cell = f"{run.hazard} ({run.journal} journal)"
     return replace(run, systems=_counted_systems(run, counted), retried=tuple(Retried(*r) for r in counted.retried),
                    hazard_effects=tuple((aspect, tuple(said.items())) for aspect, said in
                                         counted.hazard_effects.items()),
-                   recounted=counted.history, disagreements=tuple(disagreements(top, counted, shown, cell)))
+                   recounted=counted.history, disagreements=_differences(run, counted))
+
+
+def _differences(stored: Exploration, counted: Recount) -> tuple[Disagreement, ...]:
+    """Every count the file stores (per system, per violation kind, per hazard aspect, the runs the harness played
+    twice) that differs from the judge's count of its history; a count the file lacks is stored as 0."""
+    why, cell = f"counted again from {counted.history}", f"{stored.hazard} ({stored.journal} journal)"
+    pairs: list[tuple[str, str, object, object]] = []  # (system, column, stored, derived)
+    theirs_by = {s.system: s for s in stored.systems}
+    for name in dict.fromkeys([*theirs_by, *counted.systems]):
+        mine, theirs = counted.systems.get(name, Counted()), theirs_by.get(name)
+        pairs += [(name, column, getattr(theirs, column) if theirs else 0, getattr(mine, column))
+                  for column in ("schedules", "held", "violated", "violated_in_window")]
+        said = {v.kind: v for v in theirs.violations} if theirs else {}
+        for kind in dict.fromkeys([*said, *mine.counts]):
+            pairs += [(name, f"violations.{kind}.count", said[kind].count if kind in said else 0, mine.counts[kind]),
+                      (name, f"violations.{kind}.in_window", said[kind].in_window if kind in said else 0,
+                       mine.in_window[kind])]
+    pairs.append(("harness", "harness_retried (seed, system)", sorted((r.seed, r.system) for r in stored.retried),
+                  sorted((seed, system) for seed, system, _, _ in counted.retried)))
+    effects = {aspect: dict(counts) for aspect, counts in stored.hazard_effects}
+    for aspect in dict.fromkeys([*effects, *counted.hazard_effects]):
+        theirs_said, mine_said = effects.get(aspect, {}), counted.hazard_effects.get(aspect, {})
+        pairs += [("hazard", f"hazard_effects.{aspect}[{what!r}]", theirs_said.get(what, 0), mine_said.get(what, 0))
+                  for what in dict.fromkeys([*theirs_said, *mine_said])]
+    return tuple(Disagreement(stored.source, cell, system, column, said, derived, why)
+                 for system, column, said, derived in pairs if said != derived)
 
 
 def _counted_systems(run: Exploration, counted: Recount) -> tuple[Explored, ...]:
