@@ -85,15 +85,18 @@ class Unsettled:
 
 @dataclass(frozen=True)
 class Recovered:
-    """What `recover()` did: the outcome of every effect it settled, and every open effect it could not settle."""
+    """What `recover()` did: the outcome of every effect it settled (landed or not), every effect it closed as
+    ambiguous (the service could not say whether it landed: a person must look), and every open effect it could
+    not settle."""
 
     settled: list[Outcome] = field(default_factory=list)
     unsettled: list[Unsettled] = field(default_factory=list)
+    ambiguous: list[Outcome] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        """Whether nothing is left open."""
-        return not self.unsettled
+        """Whether every open effect was settled: none is left open, none closed as ambiguous."""
+        return not self.unsettled and not self.ambiguous
 
 
 class _Bridge:
@@ -339,14 +342,15 @@ class AsyncAction(Generic[P]):
 class Interlock:
     """One journal and its claims, shared by every action registered on it.
 
-    `address` is a path (a JSONL journal with file claims beside it) or a `postgresql://` URL (the PostgreSQL
-    journal and claims). `agent` names who decides, journaled with each decision. `claim_wait` is how long a call
+    `address` is a path (a JSONL journal with file claims beside it), a `postgresql://` URL (the PostgreSQL
+    journal and claims), or a journal opened with options of its own (`Journal(path, key=..., segment_bytes=...)`,
+    `PgJournal(url)`), which the app then closes with its claims. `agent` names who decides, journaled with each decision. `claim_wait` is how long a call
     waits for another process holding the same effect, and for a request to an unfenced service that may still
     land; 0 fails fast with IN_FLIGHT. `claim_ttl` bounds how long a stopped holder keeps a claim. `hooks` receives
     the gate's fault points (`interlock.hooks`), for tests.
     """
 
-    def __init__(self, address: str | os.PathLike[str], *, agent: str = "agent", claim_wait: float = 10.0,
+    def __init__(self, address: str | os.PathLike[str] | JournalLike, *, agent: str = "agent", claim_wait: float = 10.0,
                  claim_ttl: float = DEFAULT_TTL, hooks: Hooks = NO_HOOKS):
         if type(claim_wait) not in (int, float) or not claim_wait >= 0:
             raise ConfigurationError(f"claim_wait: {claim_wait!r} is not a number of seconds")
@@ -436,28 +440,30 @@ class Interlock:
         return await asyncio.to_thread(self._recover, _Bridge(asyncio.get_running_loop()))
 
     def _recover(self, bridge: _Bridge) -> Recovered:
-        settled: list[Outcome] = []
-        unsettled: list[Unsettled] = []
+        recovered = Recovered()
         for record in self.journal.open_dispatches():
             eid = record.effect_id
             entry = proposal(self.journal, eid)
             action = entry["effect"].get("action") if entry and isinstance(entry.get("effect"), dict) else None
             spec = self._specs.get(action) if isinstance(action, str) else None
             if spec is None:
-                unsettled.append(Unsettled(eid, action, f"no action named {action!r} is registered on this app"))
+                recovered.unsettled.append(Unsettled(eid, action,
+                                                     f"no action named {action!r} is registered on this app"))
                 continue
             try:
                 outcome = spec.recover(bridge, eid, entry or {})
             except Exception as exc:  # one effect that cannot be rebuilt must not stop the others
-                unsettled.append(Unsettled(eid, action, f"{type(exc).__name__}: {exc}"))
+                recovered.unsettled.append(Unsettled(eid, action, f"{type(exc).__name__}: {exc}"))
                 continue
             self.journal.refresh()
             now = self.journal.effect(eid)
             if now is not None and now.open_dispatch:
-                unsettled.append(Unsettled(eid, action, _why_open(outcome), outcome))
+                recovered.unsettled.append(Unsettled(eid, action, _why_open(outcome), outcome))
+            elif outcome.status == Status.AMBIGUOUS:
+                recovered.ambiguous.append(outcome)
             else:
-                settled.append(outcome)
-        return Recovered(settled, unsettled)
+                recovered.settled.append(outcome)
+        return recovered
 
 
 def _why_open(outcome: Outcome) -> str:

@@ -16,8 +16,11 @@ from .errors import ConfigurationError
 from .journal import Journal
 
 
-def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) -> tuple[JournalLike, ClaimsLike]:
-    """The journal and claims for `address`: a postgresql:// URL, or a path to a JSONL file.
+def open_journal(address: str | os.PathLike[str] | JournalLike, *,
+                 claim_ttl: float = 30.0) -> tuple[JournalLike, ClaimsLike]:
+    """The journal and claims for `address`: a postgresql:// URL, a path to a JSONL file, or a journal opened
+    already with options of its own (`Journal(path, key=..., segment_bytes=...)`, `PgJournal(url)`), given the
+    claims that go with it.
 
     Runners take one `--journal` argument and call this, so every scenario runs on either backend unchanged.
     `claim_ttl` bounds how long a paused (stopped, hung) sender keeps its claim: on the database clock for
@@ -25,6 +28,10 @@ def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) ->
     """
     if type(claim_ttl) not in (int, float) or not claim_ttl > 0:
         raise ConfigurationError(f"claim_ttl: {claim_ttl!r} is not a positive number of seconds")
+    if isinstance(address, Journal):
+        return address, FileClaims(f"{address.path}.claims", ttl=claim_ttl)
+    if not isinstance(address, (str, os.PathLike)):
+        return _opened_elsewhere(address, claim_ttl)
     if is_postgres(address):
         from .pg import PgClaims, PgJournal
 
@@ -33,6 +40,16 @@ def open_journal(address: str | os.PathLike[str], *, claim_ttl: float = 30.0) ->
     _check_file_address(address)
     jsonl = Journal(address)
     return jsonl, FileClaims(f"{jsonl.path}.claims", ttl=claim_ttl)
+
+
+def _opened_elsewhere(journal: object, claim_ttl: float) -> tuple[JournalLike, ClaimsLike]:
+    """A PostgreSQL journal opened by the caller, with claims in its database; anything else is refused."""
+    from .pg import PgClaims, PgJournal
+
+    if not isinstance(journal, PgJournal):
+        raise ConfigurationError(f"journal address {journal!r}: expected a postgresql:// URL, a file path, a Journal "
+                                 "or a PgJournal")
+    return journal, PgClaims(journal, ttl=claim_ttl)
 
 
 def _check_file_address(address: str | os.PathLike[str]) -> None:

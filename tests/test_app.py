@@ -317,6 +317,55 @@ def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_t
     assert outcome.status == settles
 
 
+def test_recover_reports_an_effect_it_closed_as_ambiguous_apart_from_the_settled_ones(tmp_path):
+    class Crash(Exception):
+        pass
+
+    class CrashAfterCommit:
+        def reach(self, point):
+            if point == "after_commit":
+                raise Crash(point)
+
+    sent = []
+
+    def make(hooks):
+        app = Interlock(tmp_path / "journal.jsonl", claim_wait=0.0, hooks=hooks)
+        return app, app.effect(name="notify", key=lambda: "notify:1", in_flight=0.0)(lambda: sent.append(1))
+
+    crashing, notify = make(CrashAfterCommit())
+    with pytest.raises(Crash):
+        notify()
+    crashing.close()
+    recovered = make(NO_HOOKS)[0].recover()
+    assert [o.status for o in recovered.ambiguous] == ["AMBIGUOUS"]
+    assert recovered.settled == [] and recovered.unsettled == [] and not recovered.complete
+
+
+def test_an_app_takes_a_journal_opened_with_options_of_its_own(tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from interlock import Journal
+
+    key = Ed25519PrivateKey.generate()
+    app = Interlock(Journal(tmp_path / "journal.jsonl", key=key, checkpoint_every=2), claim_wait=1.0)
+    sent = []
+
+    @app.effect(name="count", key=lambda n: f"count:{n}", tier=1)
+    def count(n: int) -> dict:
+        sent.append(n)
+        return {"n": n}
+
+    assert [count(n).status for n in (1, 2, 1)] == ["COMMITTED", "COMMITTED", "DUPLICATE_IGNORED"]
+    assert sent == [1, 2] and isinstance(app.claims, FileClaims)
+    assert (tmp_path / "journal.jsonl.checkpoints").read_text().count('"signature"') >= 1
+    app.close()
+
+
+def test_an_app_refuses_a_journal_it_cannot_pair_with_claims(tmp_path):
+    with pytest.raises(ConfigurationError, match="expected a postgresql:// URL, a file path, a Journal or a PgJournal"):
+        Interlock(object())  # type: ignore[arg-type]
+
+
 def test_a_call_spelled_with_keywords_is_the_same_effect(tmp_path):
     app, count, calls = counter_app(tmp_path)
     assert count("pages").status == "COMMITTED"

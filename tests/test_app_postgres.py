@@ -33,3 +33,12 @@ def test_a_refusal_before_the_send_lets_a_later_call_try_again_on_postgresql(pg_
         live["on"] = True
         assert note("hello").status == "COMMITTED"
         assert note("hello").status == "DUPLICATE_IGNORED"
+
+
+def test_the_app_takes_a_postgresql_journal_opened_by_the_caller_and_adds_its_claims(pg_url):
+    from interlock.pg import PgClaims, PgJournal
+
+    with Interlock(PgJournal(pg_url), claim_wait=2.0, claim_ttl=5.0) as app:
+        note = app.effect(name="note", key=lambda text: f"note:{text}", tier=1)(lambda text: {"noted": text})
+        assert note("hello").status == "COMMITTED"
+        assert isinstance(app.claims, PgClaims) and app.claims.ttl == 5.0
