@@ -138,7 +138,8 @@ def test_a_double_apply_the_record_cannot_see_is_flagged_against_the_services_ex
     journal.export(exported)
     export = tmp_path / "service.json"
     export.write_text(json.dumps({eid: ledger.applies(eid)}))
-    alone = receipts(str(exported))  # one effect's journal: its receipt
-    assert alone.returncode == 0 and json.loads(alone.stdout)["happened_once"]
+    alone = receipts(str(exported))  # one effect's journal: checked as its receipt, printed as any journal
+    assert alone.returncode == 0 and json.loads(alone.stdout)["effects"][eid]["happened_once"]
     held = receipts(str(exported), "--service", str(export))
-    assert held.returncode == 1 and json.loads(held.stdout)["held_twice"] == ["service: holds 2 copies"]
+    assert held.returncode == 1 and json.loads(held.stdout)["held_twice"] == [eid]
+    assert json.loads(held.stdout)["effects"][eid]["held_twice"] == ["service: holds 2 copies"]

@@ -360,6 +360,60 @@ def test_cli_reads_a_journal_by_its_content_whatever_its_name(journal_path, tmp_
     assert done.returncode == 0 and json.loads(done.stdout)["entries"] == 14
 
 
+def test_a_journal_of_one_effect_prints_in_the_shape_of_any_journal_with_its_receipt_under_effects(
+        journal_path, tmp_path):
+    entries = read(journal_path)
+    eid = entries[4]["effect_id"]
+    exported = tmp_path / "one.jsonl"  # one effect's entries from the shared journal: their seqs skip the others'
+    exported.write_bytes(b"".join(line + b"\n" for line in raw_lines(journal_path) if eid.encode() in line))
+    whole, one = cli(str(journal_path)), cli(str(exported))
+    assert whole.returncode == one.returncode == 0, one.stderr
+    printed = json.loads(one.stdout)
+    assert list(printed) == list(json.loads(whole.stdout)) and list(printed["effects"]) == [eid]
+    with Journal(journal_path) as journal:
+        receipt = verify(bundle(journal, eid))
+    assert printed["effects"][eid] == json.loads(json.dumps(receipt)) and receipt["happened"] is True
+    assert printed["valid"] and printed["entries"] == 4 and printed["held_twice"] == [] == printed["problems"]
+
+
+def test_a_journal_of_one_effect_held_twice_names_it_as_any_journal_does(journal_path, tmp_path):
+    eid = read(journal_path)[4]["effect_id"]
+    export = tmp_path / "service.json"
+    export.write_text(json.dumps({eid: 2, "f" * 12: 1}))
+    exported = tmp_path / "one.jsonl"
+    exported.write_bytes(b"".join(line + b"\n" for line in raw_lines(journal_path) if eid.encode() in line))
+    done = cli(str(exported), "--service", str(export))
+    printed = json.loads(done.stdout)
+    assert done.returncode == 1 and printed["held_twice"] == [eid] and not printed["valid"]
+    assert printed["effects"][eid]["held_twice"] == ["service: holds 2 copies"]
+    assert printed["problems"] == [f"service: holds 1 copy of effect {'f' * 12}, which the journal does not name"]
+
+
+def test_cli_reads_a_file_it_sniffs_in_one_open(journal_path, tmp_path, monkeypatch, capsys):
+    import builtins
+    import io
+
+    from interlock.receipts.__main__ import main
+
+    renamed = tmp_path / "agent.journal"
+    renamed.write_bytes(journal_path.read_bytes())
+    bundled = tmp_path / "bundle.json"
+    with Journal(journal_path) as journal:
+        bundled.write_text(json.dumps(bundle(journal, read(journal_path)[0]["effect_id"]), indent=2))
+    opened, real_open = [], builtins.open
+
+    def counted(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counted)
+    monkeypatch.setattr(io, "open", counted)
+    for path, shown in ((renamed, "entries"), (bundled, "happened")):
+        opened.clear()
+        assert main([str(path)]) == 0
+        assert opened.count(str(path)) == 1 and shown in json.loads(capsys.readouterr().out)
+
+
 def test_cli_stops_quietly_when_its_reader_stops_reading(tmp_path):
     path = tmp_path / "long.jsonl"
     gate = Gate(path, FunctionTarget("svc", lambda eid, payload: {"ok": True}, tier=3))

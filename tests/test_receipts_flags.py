@@ -64,6 +64,25 @@ def test_a_late_landing_unlike_the_resends_is_held_twice(tmp_path):
     assert verify_journal(entries)["held_twice"] == [EID]
 
 
+def test_a_late_answer_unlike_the_lookup_is_not_a_second_landing_when_one_send_was_made(tmp_path):
+    entries = journal_of(tmp_path, ("DISPATCHED", {"checks": CHECKS, "epoch": 1}),
+                         ("COMMITTED", {"via": "recovery-query", "found": {"generation": 7}, "epoch": 2}),
+                         ("COMMITTED", {"via": "send", "result": {"name": "o", "generation": "7"}, "epoch": 1}))
+    assert entries[-1]["kind"] == "LATE_RESULT"
+    receipt = verify(entries)
+    assert receipt["valid"] and receipt["happened"] is True and receipt["happened_once"]
+    assert receipt["held_twice"] == [] and verify_journal(entries)["held_twice"] == []
+
+
+def test_a_third_answer_unlike_both_landings_of_two_sends_is_not_a_third_copy(tmp_path):
+    entries = journal_of(tmp_path, ("DISPATCHED", {"checks": CHECKS, "epoch": 1}),
+                         ("REDISPATCHED", {"via": "recovery-reapply", "rechecked": CHECKS, "epoch": 2}),
+                         ("COMMITTED", {"via": "recovery-reapply", "result": {"v": 2}, "epoch": 2}),
+                         ("COMMITTED", {"via": "send", "result": {"v": 1}, "epoch": 1}),
+                         ("COMMITTED", {"via": "send", "result": {"v": 1, "seen": "again"}, "epoch": 1}))
+    assert verify(entries)["held_twice"] == ["entries[5]: a second landing, its evidence unlike the first's"]
+
+
 def test_the_same_landing_answered_twice_is_held_once(tmp_path):
     entries = journal_of(tmp_path, ("DISPATCHED", {"checks": CHECKS, "epoch": 1}),
                          ("COMMITTED", {"via": "recovery-query", "found": {"v": 1}, "epoch": 2}),

@@ -34,6 +34,7 @@ def mixed(tmp_path):
                 journal.append("DISPATCHED", eid, {"checks": {**CHECKS, "lease_live": n % 7 != 0}})
         for n, eid in enumerate(ids):
             if n % 4 == 1:
+                journal.append("REDISPATCHED", eid, {"rechecked": CHECKS})  # a second send, so room for a copy
                 journal.append("COMMITTED", eid, {"result": {"n": n}})
                 journal.append("COMMITTED", eid, {"result": {"n": -n}})  # kept as a LATE_RESULT, a second landing
             elif n % 4 == 2:

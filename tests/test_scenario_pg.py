@@ -41,10 +41,13 @@ def _db_entries(url: str, effect_id: str) -> list[dict]:
 
 
 def _receipts_cli(entries: list[dict], path: Path) -> dict:
+    """The receipt the receipts CLI prints for a journal file of one effect's entries."""
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     done = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)
+    printed = json.loads(done.stdout)
+    assert printed["valid"] and list(printed["effects"]) == [entries[0]["effect_id"]]
+    return printed["effects"][entries[0]["effect_id"]]
 
 
 def _gcp_observed(cell: dict) -> dict:

@@ -6,9 +6,9 @@ the file can still rewrite it wholesale, and a cut tail leaves a shorter chain t
 checkpoint or a signed bundle, checked against a public key kept elsewhere, rules those out.
 
 A receipt also says what the record cannot settle alone: `held_twice` lists every sign that the service holds
-the effect more than once (two landings, a lookup that found two copies, a send made while another was open),
-and a result journaled under a claim epoch another process had already taken over is a problem. Given the
-service's own export of how many copies of each effect it holds (`service=`), a receipt holds the record to it.
+the effect more than once (two landings of two sends, a lookup that found two copies, a send made while another
+was open), and a result journaled under a claim epoch another process had already taken over is a problem. Given
+the service's own export of how many copies of each effect it holds (`service=`), a receipt holds the record to it.
 """
 
 from __future__ import annotations

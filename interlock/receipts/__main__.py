@@ -2,49 +2,69 @@
 
 A journal (`.jsonl`) is streamed across its rolled segments, never held whole, and judged as the library opens it:
 a torn last line is left out and named (`torn_tail`), and a journal cut back behind its witness is invalid. A
-journal holding a single effect is checked as that effect's receipt, as a bundle of its entries would be. `--service FILE` holds
-the record to the service's own export: a JSON object of effect id -> how many copies the service holds.
+journal file holding a single effect (its entries exported from a shared journal keep their seq numbers there) is
+checked as that effect's receipt, as a bundle of its entries would be, and printed in the shape every journal's
+verdict takes, that receipt under `effects`. FILE may also be a `postgresql://` URL: the journal stored there is
+streamed in seq order and checked whole. `--service FILE` holds the record to the service's own export: a JSON
+object of effect id -> how many copies the service holds.
 
 Exit 0 valid with nothing held twice, 1 invalid or an effect held twice (`held_twice`), 2 unreadable input (one
-line on stderr naming the file and the field) or a temporary folder that cannot take the checks a long journal
-sets aside on disk.
+line on stderr naming the file, or the database without its password, and the field or the problem) or a temporary
+folder that cannot take the checks a long journal sets aside on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import msgspec
 
+from ..addresses import is_postgres
 from ..collector import collector_paused
-from ..errors import BundleError, JournalCorrupt
+from ..errors import BundleError, JournalCorrupt, SpillFailed
 from ..segments import JournalLines
 from ..witness import disagreement, witnessed
-from . import JournalCheck, verify, verify_journal
-from ..errors import SpillFailed
+from . import COVERS, JournalCheck, verify, verify_journal
+from ._pg import DatabaseUnreadable, shown, stored_lines
 
 KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
 _format = msgspec.json.format
 _INDENTED = json.JSONEncoder(indent=2, default=str)
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
+SNIFFED = 1 << 20  # how much of a file's first line is read to tell whether it is a journal's entry
+Verdict = tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]  # and the receipts to print under it
 
 
 class Unreadable(Exception):
     """One line that says which file and which field could not be read."""
 
 
+class Refused(Exception):
+    """One line, printed as it is, saying which argument cannot be used and why."""
+
+
+class Opened(NamedTuple):
+    """A file read once: its lines as a journal's are streamed, and whether it is a journal."""
+
+    stream: JournalLines
+    lines: Iterator[bytes]
+    journal: bool
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(prog="python -m interlock.receipts", description=__doc__.splitlines()[0])
-    parser.add_argument("file", help="a bundle (.json), a list of entries (.json) or a journal (.jsonl)")
+    parser.add_argument("file", help="a bundle (.json), a list of entries (.json), a journal (.jsonl) or the "
+                        "database a journal is stored in (postgresql://...)")
     parser.add_argument("--at", default="", help='JSON path inside FILE, e.g. cells[3].evidence.receipt_bundle')
     parser.add_argument("--public-key", help="hex Ed25519 public key that must have signed the bundle or checkpoint")
     parser.add_argument("--checkpoint", help="a checkpoints file (.checkpoints JSONL); its last checkpoint is used "
@@ -60,30 +80,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.public_key is not None and not _is_public_key(args.public_key):
         print(f"--public-key: {args.public_key!r} is not a hex Ed25519 public key (64 hex digits)", file=sys.stderr)
         return 2
-    journal = not args.at and _is_journal(Path(args.file))
-    if journal and args.public_key is not None and args.checkpoint is None:
-        args.checkpoint = f"{args.file}.checkpoints"  # what the key signed of a journal: its checkpoints
-        if not Path(args.checkpoint).is_file():
-            print(f"{args.checkpoint}: not found; a journal's signature is on its checkpoints: give --checkpoint",
-                  file=sys.stderr)
-            return 2
-    effects: Iterator[tuple[str, dict[str, Any]]] | None = None
+    where = (shown(args.file) if is_postgres(args.file) else args.file) + (f": {args.at}" if args.at else "")
     with ExitStack() as scratch:  # a long journal's checks wait on disk until its receipts are printed
         try:
-            checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
-            if journal:
-                check = scratch.enter_context(JournalCheck(public_key=args.public_key, checkpoint=checkpoint,
-                                                           service=service, kept=KEPT))
-                result, effects = _verify_journal_file(Path(args.file), args.archive, check)
-            else:
-                result, effects = _verify(_load(Path(args.file), args.at, args.archive), args.public_key, checkpoint,
-                                          service)
+            result, effects = _checked(args, service, scratch)
             _write(result, effects)
-        except (Unreadable, BundleError, JournalCorrupt, SpillFailed) as exc:
-            where = args.file + (f": {args.at}" if args.at else "")
+        except Refused as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        except (Unreadable, BundleError, JournalCorrupt, SpillFailed, DatabaseUnreadable) as exc:
             print(f"{where}: {exc}", file=sys.stderr)
             return 2
     return 0 if result["valid"] and not result["held_twice"] else 1
+
+
+def _checked(args: argparse.Namespace, service: dict[str, int] | None, scratch: ExitStack) -> Verdict:
+    """The verdict on FILE: a journal's streamed through a check that `scratch` closes once its receipts are
+    printed, anything else's read whole."""
+    if is_postgres(args.file):
+        if args.at:
+            raise Refused(f"--at: picks a value inside a JSON file; {shown(args.file)} is a database")
+        return _verify_database(args.file, _journal_check(args, service, scratch, database=True))
+    opened = _opened(Path(args.file), args.archive)
+    if opened.journal and not args.at:
+        return _verify_journal_file(opened, _journal_check(args, service, scratch, database=False))
+    checkpoint = _last_checkpoint(Path(args.checkpoint)) if args.checkpoint else None
+    return _verify(_select(_content(opened), args.at), args.public_key, checkpoint, service)
+
+
+def _journal_check(args: argparse.Namespace, service: dict[str, int] | None, scratch: ExitStack, *,
+                   database: bool) -> JournalCheck:
+    """The check a journal streams through, held to its checkpoint when there is one."""
+    named = _checkpoint_file(args, database)
+    checkpoint = _last_checkpoint(Path(named)) if named else None
+    return scratch.enter_context(JournalCheck(public_key=args.public_key, checkpoint=checkpoint, service=service,
+                                              kept=KEPT))
+
+
+def _checkpoint_file(args: argparse.Namespace, database: bool) -> str | None:
+    """The checkpoints file a journal is held to: the one given, or with a public key the journal's own, which
+    is what the key signed of it."""
+    given: str | None = args.checkpoint
+    if given is not None or args.public_key is None:
+        return given
+    if database:
+        raise Refused(f"{shown(args.file)}: a journal's signature is on its checkpoints: give --checkpoint")
+    default = f"{args.file}.checkpoints"
+    if not Path(default).is_file():
+        raise Refused(f"{default}: not found; a journal's signature is on its checkpoints: give --checkpoint")
+    return default
 
 
 def _is_public_key(text: str) -> bool:
@@ -122,8 +167,9 @@ def indented(value: Any) -> str:
 
 
 def _verify(data: Any, public_key: str | None, checkpoint: dict[str, Any] | None, service: dict[str, int] | None
-            ) -> tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]:
-    """(verdict, the receipts of a whole journal's effects to print under it, or None for one effect's receipt)."""
+            ) -> Verdict:
+    """(verdict, the receipts of a whole journal's effects to print under it, or None for one effect's receipt):
+    a list of one effect's entries is checked as its bundle would be."""
     if isinstance(data, list) and checkpoint is None:
         ids = {e.get("effect_id") for e in data if isinstance(e, dict)}
         whole = all(isinstance(e, dict) and "seq" in e for e in data) and len(ids) != 1
@@ -146,40 +192,59 @@ def _service(path: Path) -> dict[str, int]:
     return data
 
 
-def _is_journal(path: Path) -> bool:
-    """Whether `path` is a journal: named `.jsonl`, or, whatever its name, its first line an entry of one."""
+def _opened(path: Path, archive: str | None) -> Opened:
+    """`path` read once: a journal when named `.jsonl` or, whatever its name, its first line is an entry of one,
+    which is sniffed from the stream the rest is read from."""
+    stream = JournalLines(path, archive)
+    lines = iter(stream)
     if path.name.endswith(".jsonl"):
-        return True
+        return Opened(stream, lines, True)
     try:
-        with open(path, "rb") as f:
-            first = json.loads(f.readline(1 << 20))
-    except (OSError, ValueError):
+        first = next(lines, None)
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from None
+    if first is None:  # no complete line: the file is one line with no newline, or empty
+        return Opened(stream, lines, _is_entry(stream.torn))
+    return Opened(stream, itertools.chain([first], lines), _is_entry(first))
+
+
+def _is_entry(line: bytes) -> bool:
+    """Whether a first line (as far as `SNIFFED` bytes go) is a journal's entry."""
+    try:
+        first = json.loads(line[:SNIFFED])
+    except ValueError:
         return False
     return isinstance(first, dict) and {"seq", "kind", "hash", "effect_id"} <= first.keys()
 
 
 def _load(path: Path, at: str, archive: str | None = None) -> Any:
-    if _is_journal(path):
-        return _select(_journal_entries(path, archive), at)
+    return _select(_content(_opened(path, archive)), at)
+
+
+def _content(opened: Opened) -> Any:
+    """What an opened file holds: a journal's entries, each line parsed, or the file's JSON."""
+    if opened.journal:
+        return _journal_entries(opened.lines)
     try:
-        text = path.read_text()
+        raw = b"".join(line + b"\n" for line in opened.lines) + opened.stream.torn
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
+    try:
+        text = raw.decode()
     except UnicodeDecodeError:
         raise Unreadable("not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    return _select(data, at)
 
 
-def _journal_entries(path: Path, archive: str | None) -> list[Any]:
+def _journal_entries(lines: Iterable[bytes]) -> list[Any]:
     """Every complete line of a journal, parsed (for `--at` and for a journal of one effect); a line that is not
     UTF-8 JSON is unreadable input, named by its line number."""
     data = []
     try:
-        for number, line in enumerate(JournalLines(path, archive), 1):
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -193,32 +258,51 @@ def _journal_entries(path: Path, archive: str | None) -> list[Any]:
     return data
 
 
-def _verify_journal_file(path: Path, archive: str | None, check: JournalCheck
-                         ) -> tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]:
+def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
     """Verify a journal file in one streamed pass through `check`, then say what the library would do on opening
-    it: set aside a torn last line, and refuse a journal cut back behind its witness. Returns the verdict and, for
-    a journal of several effects, the receipts to print after it."""
-    stream = JournalLines(path, archive)
+    it: set aside a torn last line, and refuse a journal cut back behind its witness. Returns the verdict and the
+    receipts to print after it."""
+    stream = opened.stream
     try:
         with collector_paused():
-            check.scan(filter(bytes.strip, stream))
+            check.scan(filter(bytes.strip, opened.lines))
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
-    result = check.summary()
-    effects: Iterator[tuple[str, dict[str, Any]]] | None = check.receipts()
-    if any(problem.endswith(": not an object") for problem in result["problems"]):
-        _journal_entries(path, archive)  # names the first line that is not JSON, when one is not
     if check.checkpoint is None and check.effects == 1:
-        result, effects = verify(_journal_entries(path, archive), public_key=check.public_key,
-                                 service=check.service), None
+        result, effects = _one_effect(check, _journal_entries(JournalLines(stream.path, stream.archive)))
+    else:
+        result, effects = check.summary(), check.receipts()
+        if any(problem.endswith(": not an object") for problem in result["problems"]):
+            _journal_entries(JournalLines(stream.path, stream.archive))  # names the first line that is not JSON
     result["torn_tail"] = stream.torn.decode("utf-8", "replace") or None
-    mark = witnessed(path)
+    mark = witnessed(stream.path)
     if mark is not None:
         why = disagreement(mark, end=stream.end, entries=stream.lines)
         if why is not None:
-            result["problems"].append(f"line {stream.lines + 1}: {why} ({path}.witness)")
+            result["problems"].append(f"line {stream.lines + 1}: {why} ({stream.path}.witness)")
             result["valid"] = False
     return result, effects
+
+
+def _one_effect(check: JournalCheck, entries: list[Any]) -> Verdict:
+    """A journal of one effect, checked as that effect's receipt, as a bundle of its entries would be, in the
+    shape of any journal's verdict: that receipt under `effects`, its problems and what it holds twice in the
+    journal's."""
+    outcome = verify(entries, service=check.service)
+    eid = next(e["effect_id"] for e in entries if isinstance(e, dict) and type(e.get("effect_id")) is str)
+    problems = [p if p.startswith("entries[") else f"effect {eid}: {p}" for p in outcome["problems"]]
+    problems += check.unnamed()
+    result = {"valid": not problems, "tamper_evident": outcome["tamper_evident"], "signed": outcome["signed"],
+              "entries": check.entries, "held_twice": [eid] if outcome["held_twice"] else [], "problems": problems,
+              "covers": COVERS}
+    return result, iter([(eid, outcome)])
+
+
+def _verify_database(url: str, check: JournalCheck) -> Verdict:
+    """Verify the journal stored in the database at `url` in one streamed pass through `check`."""
+    with collector_paused():
+        check.scan(stored_lines(url))
+    return check.summary(), check.receipts()
 
 
 def _select(data: Any, at: str) -> Any:

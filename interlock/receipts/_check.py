@@ -2,10 +2,13 @@
 resolutions, the claim epochs they were written under, and what the entries establish. A whole journal feeds every
 effect's check as it streams by.
 
-Held twice: what the entries say of a second copy at the service. A second landing whose evidence differs from
-the first (a late answer beside a resend's), a send made while an earlier one was open or after one failed, and a
-lookup that answered with a list of two or more copies (a lookup that answers with a list names every copy the
-service holds) each count; so does the service's own export, when the caller passes it."""
+Held twice: what the entries say of a second copy at the service. There are never more landings than sends
+(DISPATCHED and REDISPATCHED): a landing whose evidence differs from every one before it is another copy only while
+fewer distinct landings are on record than sends were made by then (a late answer beside a resend's); otherwise it
+is a landing already counted, described again (a recovery's lookup found it, then the stopped sender journaled its
+send's own answer as LATE_RESULT). A send made while an earlier one was open or after one failed, and a lookup that
+answered with a list of two or more copies (a lookup that answers with a list names every copy the service holds)
+each count too; so does the service's own export, when the caller passes it."""
 
 from __future__ import annotations
 
@@ -29,8 +32,9 @@ class EffectCheck:
     something is wrong, and the checks of the sends that count are folded as they come."""
 
     __slots__ = ("effect_id", "count", "previous", "last_seq", "chain", "shape", "order", "first", "open",
-                 "resolved", "counted", "authorized", "held", "span", "span_authorized", "span_held", "landings",
-                 "ambiguous", "twice", "refused_reason", "after_target_error", "evidence", "rechecked", "epoch")
+                 "resolved", "counted", "authorized", "held", "span", "span_authorized", "span_held", "sends",
+                 "landings", "ambiguous", "twice", "refused_reason", "after_target_error", "evidence", "rechecked",
+                 "epoch")
 
     def __init__(self, effect_id: str | None):
         self.effect_id = effect_id
@@ -46,6 +50,7 @@ class EffectCheck:
         # the checks of the sends that may have fired (counted) and of those since the last resolution (span)
         self.counted = self.span = False
         self.authorized = self.held = self.span_authorized = self.span_held = True
+        self.sends = 0  # DISPATCHED and REDISPATCHED so far: no more landings than these
         self.landings: tuple[Any, ...] = ()  # the evidence of each distinct landing
         self.ambiguous = False
         self.twice: tuple[str, ...] = ()  # what says the service may hold the effect more than once
@@ -63,10 +68,11 @@ class EffectCheck:
     def restored(cls, state: tuple[Any, ...]) -> EffectCheck:
         """The check a `state` was taken from, to feed on or to make the receipt of."""
         check = cls.__new__(cls)
+        # in slot order
         (check.effect_id, check.count, check.previous, check.last_seq, check.chain, check.shape, check.order,
          check.first, check.open, check.resolved, check.counted, check.authorized, check.held, check.span,
-         check.span_authorized, check.span_held, check.landings, check.ambiguous, check.twice, check.refused_reason,
-         check.after_target_error, check.evidence, check.rechecked, check.epoch) = state  # in slot order
+         check.span_authorized, check.span_held, check.sends, check.landings, check.ambiguous, check.twice,
+         check.refused_reason, check.after_target_error, check.evidence, check.rechecked, check.epoch) = state
         return check
 
     def feed(self, entry: Read | None, holds: bool) -> None:
@@ -147,6 +153,7 @@ class EffectCheck:
             self.twice += (f"entries[{i}]: a second DISPATCHED while the first send was open",)
         elif self.after_target_error:
             self.twice += (f"entries[{i}]: a DISPATCHED after a send that failed and may have landed",)
+        self.sends += 1
         self.open = self.span = True
         checks = entry.checks
         if type(checks) is Checks:
@@ -162,6 +169,7 @@ class EffectCheck:
         epoch = entry.epoch
         if type(epoch) is int and epoch > self.epoch:
             self.epoch = epoch
+        self.sends += 1
         self.open = self.span = True
         checks = entry.rechecked if type(entry.rechecked) is dict else {}
         self.span_authorized = self.span_authorized and checks.get("lease_live") is True
@@ -233,12 +241,12 @@ class EffectCheck:
         self.span, self.span_authorized, self.span_held = False, True, True
 
     def _landed(self, i: int, evidence: Any, looked: bool) -> None:
-        """One more answer saying the effect landed: the same landing again is one effect, another is a copy; a
-        lookup (`looked`) that found a list of two or more found as many copies, where a send's answer that is a
-        list is just its answer."""
+        """One more answer saying the effect landed: the same landing again is one effect, another is a copy while
+        the sends made outnumber the landings counted, else one of those described again; a lookup (`looked`) that
+        found a list of two or more found as many copies, where a send's answer that is a list is just its answer."""
         if looked and isinstance(evidence, list) and len(evidence) > 1:
             self.twice += (f"entries[{i}]: the lookup found {len(evidence)} copies",)
-        if evidence in self.landings:
+        if evidence in self.landings or (self.landings and len(self.landings) >= self.sends):
             return
         if self.landings:
             self.twice += (f"entries[{i}]: a second landing, its evidence unlike the first's",)

@@ -130,8 +130,7 @@ class JournalCheck:
                 valid = valid and effect_valid
                 if held:
                     held_twice.append(eid)
-        problems += [f"service: holds {_copies(copies)} of effect {eid}, which the journal does not name"
-                     for eid, copies in sorted((self.service or {}).items()) if eid in self._unnamed]
+        problems += self.unnamed()
         return {
             "valid": not problems and valid,
             "tamper_evident": not self.chain,
@@ -141,6 +140,11 @@ class JournalCheck:
             "problems": problems,
             "covers": COVERS,
         }
+
+    def unnamed(self) -> list[str]:
+        """A problem for each effect the service's export holds that the journal does not name."""
+        return [f"service: holds {_copies(copies)} of effect {eid}, which the journal does not name"
+                for eid, copies in sorted((self.service or {}).items()) if eid in self._unnamed]
 
     def close(self) -> None:
         """Remove what was moved to disk; the receipts cannot be read after."""
