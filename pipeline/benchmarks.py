@@ -47,8 +47,8 @@ DESCRIPTIONS: dict[str, Description] = {
         "The CPU per gated effect in each phase of the JSONL journal, for one worker, for 16 workers on one journal "
         "and for 16 each on a journal of their own, with how many of other writers' lines a worker skims (passes "
         "over, learning only where the chain ends and which effects they name) and how many lines it checks and "
-        "folds one by one, per effect: the difference between the last two set-ups is what sharing one journal "
-        "costs, phase by phase.",
+        "folds one by one, per effect, and the CPU spent taking the journal's lock and the effect's claim: the "
+        "difference between the last two set-ups is what sharing one journal costs, phase by phase.",
         pivots=(("by set-up", r"^(?P<row>shared_1|shared_16|own_16)_(?P<col>.+)$", "set-up"),)),
     "pg": Description(
         "PostgreSQL journal and claims beside the JSONL journal",

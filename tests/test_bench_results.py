@@ -117,6 +117,7 @@ def test_the_phase_run_finds_other_writers_lines_skimmed_only_where_the_journal_
     assert shared["lines_folded_per_effect"] < 1  # nothing asked for another writer's effect, no index came due
     for figures in (shared, own):
         assert figures["effect_cpu_ms"] > figures["make_durable_cpu_ms"] > 0
+        assert figures["lock_cpu_ms"] > 0 and figures["claim_cpu_ms"] > 0
         assert figures["rest_cpu_ms"] > 0
 
 
