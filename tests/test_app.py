@@ -39,6 +39,21 @@ def run(directory: Path, *args: str, kill: str | None = None) -> subprocess.Comp
                           capture_output=True, text=True, timeout=60)
 
 
+class Crash(Exception):
+    """What a `CrashAt` hook raises: the process stops there, its journal as a crash leaves it."""
+
+
+class CrashAt:
+    """Hooks that stop the gate at one of its points."""
+
+    def __init__(self, point: str):
+        self.point = point
+
+    def reach(self, point: str) -> None:
+        if point == self.point:
+            raise Crash(point)
+
+
 def counter_app(tmp_path, **effect):
     """An app with one action over an in-process counter; returns (app, action, calls)."""
     app = Interlock(tmp_path / "journal.jsonl", claim_wait=1.0)
@@ -267,15 +282,7 @@ def test_a_typed_call_passes_the_observed_values_through_decided_on(world):
 
 
 def test_recover_without_an_event_loop_runs_async_actions_in_one_of_its_own(world):
-    class Crash(Exception):
-        pass
-
-    class CrashAfterCommit:
-        def reach(self, point):
-            if point == "after_commit":
-                raise Crash(point)
-
-    _, book, _ = async_app_for(world, hooks=CrashAfterCommit())
+    _, book, _ = async_app_for(world, hooks=CrashAt("after_commit"))
     with pytest.raises(Crash):
         asyncio.run(book("r1", *SLOT, observed=FREE))
     app, _, _ = async_app_for(world)
@@ -286,14 +293,6 @@ def test_recover_without_an_event_loop_runs_async_actions_in_one_of_its_own(worl
 
 @pytest.mark.parametrize("fences, settles", [(("version",), "REFUSED:stale_premise_at_recovery"), ((), "IN_FLIGHT")])
 def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_that_moved(tmp_path, fences, settles):
-    class Crash(Exception):
-        pass
-
-    class CrashBeforeRequest:
-        def reach(self, point):
-            if point == "before_request":
-                raise Crash(point)
-
     store = {"version": 0}
 
     def make(hooks):
@@ -306,7 +305,7 @@ def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_t
 
         return app, deploy
 
-    crashing, deploy = make(CrashBeforeRequest())
+    crashing, deploy = make(CrashAt("before_request"))
     with pytest.raises(Crash):
         deploy(observed={"version": 0})
     crashing.close()
@@ -318,21 +317,13 @@ def test_recovery_refuses_at_once_only_when_the_declared_fence_covers_the_fact_t
 
 
 def test_recover_reports_an_effect_it_closed_as_ambiguous_apart_from_the_settled_ones(tmp_path):
-    class Crash(Exception):
-        pass
-
-    class CrashAfterCommit:
-        def reach(self, point):
-            if point == "after_commit":
-                raise Crash(point)
-
     sent = []
 
     def make(hooks):
         app = Interlock(tmp_path / "journal.jsonl", claim_wait=0.0, hooks=hooks)
         return app, app.effect(name="notify", key=lambda: "notify:1", in_flight=0.0)(lambda: sent.append(1))
 
-    crashing, notify = make(CrashAfterCommit())
+    crashing, notify = make(CrashAt("after_commit"))
     with pytest.raises(Crash):
         notify()
     crashing.close()
