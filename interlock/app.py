@@ -48,6 +48,7 @@ from .effects import Effect, proposal
 from .errors import ConfigurationError, DuplicateAction
 from .gate import Gate
 from .hooks import NO_HOOKS, Hooks
+from .kinds import AMBIGUOUS
 from .leases import Lease
 from .outcomes import Outcome, Status
 from .premises import NOT_SET, Premise
@@ -459,7 +460,7 @@ class Interlock:
             now = self.journal.effect(eid)
             if now is not None and now.open_dispatch:
                 recovered.unsettled.append(Unsettled(eid, action, _why_open(outcome), outcome))
-            elif outcome.status == Status.AMBIGUOUS:
+            elif now is not None and (now.resolution or {}).get("kind") == AMBIGUOUS:  # whoever closed it so
                 recovered.ambiguous.append(outcome)
             else:
                 recovered.settled.append(outcome)

@@ -7,6 +7,7 @@ claims fenced by an epoch and a lease on the database clock, shared by workers o
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ._protocols import ClaimsLike, JournalLike
@@ -43,13 +44,13 @@ def open_journal(address: str | os.PathLike[str] | JournalLike, *,
 
 
 def _opened_elsewhere(journal: object, claim_ttl: float) -> tuple[JournalLike, ClaimsLike]:
-    """A PostgreSQL journal opened by the caller, with claims in its database; anything else is refused."""
-    from .pg import PgClaims, PgJournal
-
-    if not isinstance(journal, PgJournal):
+    """A PostgreSQL journal opened by the caller, with claims in its database; anything else is refused (without
+    importing the PostgreSQL backend, whose driver is an extra: a caller holding a PgJournal has it loaded)."""
+    pg = sys.modules.get("interlock.pg")
+    if pg is None or not isinstance(journal, pg.PgJournal):
         raise ConfigurationError(f"journal address {journal!r}: expected a postgresql:// URL, a file path, a Journal "
                                  "or a PgJournal")
-    return journal, PgClaims(journal, ttl=claim_ttl)
+    return journal, pg.PgClaims(journal, ttl=claim_ttl)
 
 
 def _check_file_address(address: str | os.PathLike[str]) -> None:

@@ -218,10 +218,14 @@ class Journal:
         return Path(f"{self.path}.checkpoints")
 
     def close(self) -> None:
-        """Make what this process appended durable, then release the files."""
+        """Make what this process appended durable, then release the files; closing again does nothing (the
+        descriptor numbers may belong to other files by then)."""
+        if self._lock < 0:
+            return
         if self._durable < self._written and hasattr(self, "_witness"):
             self._make_durable(self._tip)
         os.close(self._lock)
+        self._lock = -1
         for side in ("_files", "_witness", "_index"):
             if hasattr(self, side):
                 getattr(self, side).close()

@@ -352,9 +352,28 @@ def test_an_app_takes_a_journal_opened_with_options_of_its_own(tmp_path):
     app.close()
 
 
-def test_an_app_refuses_a_journal_it_cannot_pair_with_claims(tmp_path):
-    with pytest.raises(ConfigurationError, match="expected a postgresql:// URL, a file path, a Journal or a PgJournal"):
-        Interlock(object())  # type: ignore[arg-type]
+def test_an_app_refuses_a_journal_it_cannot_pair_with_claims_without_the_postgresql_driver():
+    script = ("import sys; sys.modules['psycopg'] = None\n"
+              "from interlock import ConfigurationError, Interlock\n"
+              "for given in (object(), b'journal.jsonl', None):\n"
+              "    try:\n"
+              "        Interlock(given)\n"
+              "    except ConfigurationError as exc:\n"
+              "        print('refused:', 'a Journal or a PgJournal' in str(exc))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["refused: True"] * 3, done.stderr
+
+
+def test_a_journal_given_to_an_app_may_be_closed_again_by_its_owner_without_touching_other_files(tmp_path):
+    from interlock import Journal
+
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        with Interlock(journal) as app:
+            app.effect(name="count", key=lambda n: f"count:{n}", tier=1)(lambda n: {"n": n})(1)
+        with open(tmp_path / "other.txt", "w") as other:  # may take a descriptor number the app's close freed
+            journal.close()
+            other.write("still open")
+    assert (tmp_path / "other.txt").read_text() == "still open"
 
 
 def test_a_call_spelled_with_keywords_is_the_same_effect(tmp_path):

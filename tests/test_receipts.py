@@ -369,11 +369,22 @@ def test_a_journal_of_one_effect_prints_in_the_shape_of_any_journal_with_its_rec
     whole, one = cli(str(journal_path)), cli(str(exported))
     assert whole.returncode == one.returncode == 0, one.stderr
     printed = json.loads(one.stdout)
-    assert list(printed) == list(json.loads(whole.stdout)) and list(printed["effects"]) == [eid]
+    assert [k for k in printed if k != "read_as"] == list(json.loads(whole.stdout))
+    assert list(printed["effects"]) == [eid] and printed["read_as"].startswith("one effect's export")
     with Journal(journal_path) as journal:
         receipt = verify(bundle(journal, eid))
     assert printed["effects"][eid] == json.loads(json.dumps(receipt)) and receipt["happened"] is True
     assert printed["valid"] and printed["entries"] == 4 and printed["held_twice"] == [] == printed["problems"]
+
+
+def test_a_whole_journal_of_one_effect_is_judged_as_any_journal_and_not_read_as_an_export(tmp_path):
+    path = tmp_path / "one.jsonl"
+    with Journal(path) as journal:
+        for kind in ("PROPOSED", "DISPATCHED"):
+            journal.append(kind, "e1", {"payload_hash": "p"} if kind == "PROPOSED" else {})
+        journal.append("COMMITTED", "e1", {"result": {"ok": True}})
+    printed = json.loads(cli(str(path)).stdout)
+    assert "read_as" not in printed and printed["valid"] and printed["tamper_evident"] and printed["entries"] == 3
 
 
 def test_a_journal_of_one_effect_held_twice_names_it_as_any_journal_does(journal_path, tmp_path):

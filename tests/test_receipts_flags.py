@@ -74,6 +74,15 @@ def test_a_late_answer_unlike_the_lookup_is_not_a_second_landing_when_one_send_w
     assert receipt["held_twice"] == [] and verify_journal(entries)["held_twice"] == []
 
 
+def test_late_answers_with_no_send_on_record_are_a_problem_and_two_unlike_ones_are_held_twice(tmp_path):
+    entries = journal_of(tmp_path, ("LATE_RESULT", {"late_kind": "COMMITTED", "result": {"copy": 1}}),
+                         ("LATE_RESULT", {"late_kind": "COMMITTED", "result": {"copy": 2}}))
+    receipt = verify(entries)
+    assert not receipt["valid"] and "entries[2]: a late answer that the effect landed, with no send on record" in (
+        receipt["problems"])
+    assert receipt["held_twice"] == ["entries[3]: a second landing, its evidence unlike the first's"]
+
+
 def test_a_third_answer_unlike_both_landings_of_two_sends_is_not_a_third_copy(tmp_path):
     entries = journal_of(tmp_path, ("DISPATCHED", {"checks": CHECKS, "epoch": 1}),
                          ("REDISPATCHED", {"via": "recovery-reapply", "rechecked": CHECKS, "epoch": 2}),

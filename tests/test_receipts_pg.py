@@ -101,6 +101,16 @@ def test_an_unreachable_database_is_one_line_naming_it_without_its_password(url)
     assert done.stderr.startswith(f"postgresql://u@127.0.0.1:{urlsplit(url).netloc.rpartition(':')[2]}/interlock: ")
 
 
+@pytest.mark.parametrize("url", ["postgresql://u:pa/ss@127.0.0.1:1/interlock", "postgresql://u:pa#ss@127.0.0.1:1/db",
+                                 "postgresql://u:pa?ss@127.0.0.1:1/db", "postgresql://u:pa@ss@127.0.0.1:1/db",
+                                 "postgresql://u@127.0.0.1:1/db?password=pa%41%zz",
+                                 "postgresql://u@127.0.0.1:1/db?sslpassword=pa%zzss"])
+def test_no_piece_of_a_password_is_printed_however_the_address_splits_it(url):
+    done = receipts(url)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "pa" not in done.stderr.replace("password", "").replace("parse", "") and "ss@" not in done.stderr
+
+
 def test_a_public_key_on_a_journal_in_postgresql_asks_for_its_checkpoints(pg_url):
     done = receipts(pg_url, "--public-key", "ab" * 32)
     assert done.returncode == 2 and done.stderr.strip().endswith("give --checkpoint")

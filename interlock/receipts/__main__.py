@@ -2,9 +2,9 @@
 
 A journal (`.jsonl`) is streamed across its rolled segments, never held whole, and judged as the library opens it:
 a torn last line is left out and named (`torn_tail`), and a journal cut back behind its witness is invalid. A
-journal file holding a single effect (its entries exported from a shared journal keep their seq numbers there) is
-checked as that effect's receipt, as a bundle of its entries would be, and printed in the shape every journal's
-verdict takes, that receipt under `effects`. FILE may also be a `postgresql://` URL: the journal stored there is
+journal file of a single effect whose journal-wide chain does not hold (its entries exported from a shared journal
+keep their seq numbers there) is judged by that effect's receipt, and printed in the shape every journal's verdict
+takes, that receipt under `effects` and `read_as` saying it was read so. FILE may also be a `postgresql://` URL: the journal stored there is
 streamed in seq order and checked whole. `--service FILE` holds the record to the service's own export: a JSON
 object of effect id -> how many copies the service holds.
 
@@ -27,19 +27,21 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 import msgspec
 
-from ..addresses import is_postgres
+from ..addresses import is_postgres, safe_address
 from ..collector import collector_paused
 from ..errors import BundleError, JournalCorrupt, SpillFailed
 from ..segments import JournalLines
 from ..witness import disagreement, witnessed
 from . import COVERS, JournalCheck, verify, verify_journal
-from ._pg import DatabaseUnreadable, shown, stored_lines
+from ._pg import DatabaseUnreadable, stored_lines
 
 KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
 _format = msgspec.json.format
 _INDENTED = json.JSONEncoder(indent=2, default=str)
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
+EXPORTED = ("one effect's export: the journal-wide chain does not hold, as it does not for an effect's entries taken "
+            "from a shared journal, which keep their seq numbers there; the verdict is that effect's receipt")
 SNIFFED = 1 << 20  # how much of a file's first line is read to tell whether it is a journal's entry
 Verdict = tuple[dict[str, Any], Iterator[tuple[str, dict[str, Any]]] | None]  # and the receipts to print under it
 
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.public_key is not None and not _is_public_key(args.public_key):
         print(f"--public-key: {args.public_key!r} is not a hex Ed25519 public key (64 hex digits)", file=sys.stderr)
         return 2
-    where = (shown(args.file) if is_postgres(args.file) else args.file) + (f": {args.at}" if args.at else "")
+    where = (safe_address(args.file) if is_postgres(args.file) else args.file) + (f": {args.at}" if args.at else "")
     with ExitStack() as scratch:  # a long journal's checks wait on disk until its receipts are printed
         try:
             result, effects = _checked(args, service, scratch)
@@ -99,7 +101,7 @@ def _checked(args: argparse.Namespace, service: dict[str, int] | None, scratch: 
     printed, anything else's read whole."""
     if is_postgres(args.file):
         if args.at:
-            raise Refused(f"--at: picks a value inside a JSON file; {shown(args.file)} is a database")
+            raise Refused(f"--at: picks a value inside a JSON file; {safe_address(args.file)} is a database")
         return _verify_database(args.file, _journal_check(args, service, scratch, database=True))
     opened = _opened(Path(args.file), args.archive)
     if opened.journal and not args.at:
@@ -124,7 +126,7 @@ def _checkpoint_file(args: argparse.Namespace, database: bool) -> str | None:
     if given is not None or args.public_key is None:
         return given
     if database:
-        raise Refused(f"{shown(args.file)}: a journal's signature is on its checkpoints: give --checkpoint")
+        raise Refused(f"{safe_address(args.file)}: a journal's signature is on its checkpoints: give --checkpoint")
     default = f"{args.file}.checkpoints"
     if not Path(default).is_file():
         raise Refused(f"{default}: not found; a journal's signature is on its checkpoints: give --checkpoint")
@@ -268,8 +270,8 @@ def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
             check.scan(filter(bytes.strip, opened.lines))
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
-    if check.checkpoint is None and check.effects == 1:
-        result, effects = _one_effect(check, _journal_entries(JournalLines(stream.path, stream.archive)))
+    if check.checkpoint is None and check.effects == 1 and check.chain:
+        result, effects = _exported_effect(check)
     else:
         result, effects = check.summary(), check.receipts()
         if any(problem.endswith(": not an object") for problem in result["problems"]):
@@ -284,17 +286,16 @@ def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
     return result, effects
 
 
-def _one_effect(check: JournalCheck, entries: list[Any]) -> Verdict:
-    """A journal of one effect, checked as that effect's receipt, as a bundle of its entries would be, in the
-    shape of any journal's verdict: that receipt under `effects`, its problems and what it holds twice in the
-    journal's."""
-    outcome = verify(entries, service=check.service)
-    eid = next(e["effect_id"] for e in entries if isinstance(e, dict) and type(e.get("effect_id")) is str)
+def _exported_effect(check: JournalCheck) -> Verdict:
+    """A journal file of one effect whose journal-wide chain does not hold, judged as that effect's export: its
+    entries, taken from a shared journal, keep their seq numbers there. The verdict is the effect's receipt (its own
+    chain, every hash), in the shape of any journal's, and says it was read so (`read_as`)."""
+    eid, outcome = next(check.receipts())
     problems = [p if p.startswith("entries[") else f"effect {eid}: {p}" for p in outcome["problems"]]
     problems += check.unnamed()
     result = {"valid": not problems, "tamper_evident": outcome["tamper_evident"], "signed": outcome["signed"],
               "entries": check.entries, "held_twice": [eid] if outcome["held_twice"] else [], "problems": problems,
-              "covers": COVERS}
+              "covers": COVERS, "read_as": EXPORTED}
     return result, iter([(eid, outcome)])
 
 
@@ -324,12 +325,13 @@ def _select(data: Any, at: str) -> Any:
 
 
 def _last_checkpoint(path: Path) -> dict[str, Any]:
-    lines = [line for line in _load(path, "") if isinstance(line, dict)] if path.suffix == ".jsonl" else None
-    if lines is None:
-        try:
+    try:
+        if path.suffix == ".jsonl":
+            lines = [line for line in _load(path, "") if isinstance(line, dict)]
+        else:
             lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
-            raise Unreadable(f"checkpoint file {path}: {exc}") from None
+    except (OSError, ValueError, Unreadable) as exc:
+        raise Unreadable(f"checkpoint file {path}: {exc}") from None
     if not lines:
         raise Unreadable(f"checkpoint file {path}: empty")
     if not isinstance(lines[-1], dict):

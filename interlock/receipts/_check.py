@@ -206,6 +206,8 @@ class EffectCheck:
         if type(epoch) is int and epoch > self.epoch:
             self.epoch = epoch
         if entry.late_kind == COMMITTED:
+            if not self.sends:
+                self.order += (f"entries[{i}]: a late answer that the effect landed, with no send on record",)
             late = entry.result
             looked = late is MISSING
             if looked:
@@ -246,8 +248,8 @@ class EffectCheck:
         found a list of two or more found as many copies, where a send's answer that is a list is just its answer."""
         if looked and isinstance(evidence, list) and len(evidence) > 1:
             self.twice += (f"entries[{i}]: the lookup found {len(evidence)} copies",)
-        if evidence in self.landings or (self.landings and len(self.landings) >= self.sends):
-            return
+        if evidence in self.landings or (self.landings and 0 < self.sends <= len(self.landings)):
+            return  # with no send on record (a problem of its own) every unlike answer still counts
         if self.landings:
             self.twice += (f"entries[{i}]: a second landing, its evidence unlike the first's",)
         self.landings += (evidence,)

@@ -7,10 +7,9 @@ carries the address's password: the driver's messages can quote the address back
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
-from urllib.parse import parse_qs, unquote, urlsplit
-
-from ..addresses import safe_address
+from urllib.parse import unquote
 
 CONNECT_TIMEOUT_SECONDS = 10  # a host that never answers is reported, not waited on
 BATCH = 2_000  # lines fetched per round trip from the server-side cursor
@@ -18,14 +17,6 @@ BATCH = 2_000  # lines fetched per round trip from the server-side cursor
 
 class DatabaseUnreadable(Exception):
     """One line saying why the journal's database cannot be read, without the address's password."""
-
-
-def shown(url: str) -> str:
-    """The address as it may be printed: without its password or query."""
-    try:
-        return safe_address(url)
-    except ValueError:  # an address urlsplit cannot take apart (a bad IPv6 host): print none of it
-        return f"{url.partition('//')[0]}//(an address that cannot be parsed)"
 
 
 def stored_lines(url: str) -> Iterator[bytes]:
@@ -47,14 +38,14 @@ def stored_lines(url: str) -> Iterator[bytes]:
 
 
 def _without_secrets(message: str, url: str) -> str:
-    """The driver's message on one line, with any password the address carries blanked out."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "not a database address"
-    password = parts.netloc.rpartition("@")[0].partition(":")[2]
-    secrets = [password, unquote(password), *parse_qs(parts.query).get("password", [])]
+    """The driver's message on one line, with everything the address's password or query holds blanked out: the
+    whole, decoded or not, and each piece between the marks an address is split at, which a driver that split the
+    address otherwise (at the first "@", say) may quote back alone."""
+    rest = url.partition("://")[2]
+    password = rest.rpartition("@")[0].partition(":")[2]
+    values = [pair.partition("=")[2] for pair in re.split("[&#]", rest.partition("?")[2])]
+    secrets = {piece for raw in (password, *values) for piece in (raw, unquote(raw), *re.split(r"[@/?#:&=]", raw))}
     text = "; ".join(line.strip() for line in message.splitlines() if line.strip()) or "cannot read the journal"
-    for secret in filter(None, secrets):
+    for secret in sorted((s for s in secrets if len(s) > 1), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
