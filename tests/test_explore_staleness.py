@@ -233,6 +233,19 @@ def test_each_stale_file_is_followed_by_the_command_that_runs_it_again_as_it_was
                      f"{RERUN}python -m experiments.gcp_resource --journal postgresql://..."]
 
 
+def test_the_stale_files_are_run_again_longest_first_and_those_of_unknown_length_before_them(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "interlock/recovery.py", "A = 2\n")
+    for name, seconds in (("explore_ledger.json", 10.0), ("explore_ledger_sigstop.json", 700.5),
+                          ("explore_ledger_journal_cut.json", None), ("explore_ledger_send_raises.json", 120)):
+        took = {} if seconds is None else {"seconds": seconds}
+        _result(out, name, first, command=f"python -m experiments.explore --file {name}", jobs=2, **took)
+    again = [line.split("--file ")[1].split(" ")[0] for line in report(out, repo) if line.startswith(RERUN)]
+    assert again == ["explore_ledger_journal_cut.json", "explore_ledger_sigstop.json",
+                     "explore_ledger_send_raises.json", "explore_ledger.json"]
+
+
 def test_a_stale_file_that_records_no_command_is_listed_without_one(tmp_path):
     repo, out = tmp_path, tmp_path / "results" / "reliability"
     out.mkdir(parents=True)

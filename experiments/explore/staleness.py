@@ -36,13 +36,14 @@ RERUN = "run again: "  # how the listing opens each command that renews a stale 
 
 @dataclass(frozen=True)
 class Standing:
-    """One result file: the commit it names, the files of `CODE` changed since (None: not known here), and the
-    command that runs it again as it was run (None when the file does not say)."""
+    """One result file: the commit it names, the files of `CODE` changed since (None: not known here), the
+    command that runs it again as it was run and how long that took (None when the file does not say)."""
 
     name: str
     commit: str | None
     changed: tuple[str, ...] | None
     command: str | None
+    seconds: float | None
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
@@ -67,7 +68,9 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             name, shared = f"{SCENARIOS}/{path.name}", _on_postgresql(provenance)
         if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
-        found.append(Standing(name, commit, moved, _command(stored, provenance)))
+        seconds = stored.get("seconds")
+        took = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
+        found.append(Standing(name, commit, moved, _command(stored, provenance), took))
     return found
 
 
@@ -106,9 +109,12 @@ def not_run(out: Path) -> list[str]:
 
 
 def report(out: Path, repo: Path) -> list[str]:
-    """The lines `--stale` prints: one per result file, then the cells not run, then a command per stale file."""
+    """The lines `--stale` prints: one per result file, then the cells not run, then a command per stale file, the
+    longest run first (as its file records it; a file that records no time first of all), so that runs side by side
+    (`make rerun-stale JOBS=n`) end together rather than behind one long run started last."""
     lines, again = [], []
-    for standing in standings(out, repo):
+    found = standings(out, repo)
+    for standing in found:
         commit = (standing.commit or "no commit")[:8]
         if standing.changed is None:
             state = "cannot tell (the commit is not in this clone)"
@@ -118,10 +124,16 @@ def report(out: Path, repo: Path) -> list[str]:
             state = f"{len(standing.changed)} file(s) changed since: {', '.join(standing.changed[:4])}" + (
                 ", ..." if len(standing.changed) > 4 else "")
         lines.append(f"{standing.name}  {commit}  {state}")
+    lines += [f"not run: {name}" for name in not_run(out)]
+    for standing in sorted(found, key=_longest_first):
         if standing.changed and standing.command is not None and standing.command not in again:
             again.append(standing.command)
-    lines += [f"not run: {name}" for name in not_run(out)]
     return lines + [f"{RERUN}{command}" for command in again]
+
+
+def _longest_first(standing: Standing) -> float:
+    """Sort key: a run that records no time before any that does, then the longest first."""
+    return -float("inf") if standing.seconds is None else -standing.seconds
 
 
 def _changed_since(commit: str, repo: Path) -> tuple[str, ...] | None:
