@@ -10,6 +10,7 @@ import pkgutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import bench
 from bench._quiet import wait_for_quiet
@@ -49,10 +50,13 @@ def run_one(name: str) -> None:
         print(line)
 
 
-def targets_said(name: str, targets: dict[str, dict[str, object]]) -> list[str]:
-    """One line per target of a benchmark: the figure measured in this run beside it, on this many cores."""
-    return [f"target {name}.{figure}: measured {t['measured']}, target {t['target']}: "
-            f"{'met' if t['met'] else 'MISSED'} ({os.cpu_count()} cores)" for figure, t in targets.items()]
+def targets_said(name: str, targets: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per target of a benchmark: the figure measured in this run (and in each of its rounds) beside it, on
+    this many cores."""
+    return [f"target {name}.{figure}: measured {t['measured']}"
+            + (f" (rounds {', '.join(str(r) for r in t['rounds'])})" if "rounds" in t else "")
+            + f", target {t['target']}: {'met' if t['met'] else 'MISSED'} ({os.cpu_count()} cores)"
+            for figure, t in targets.items()]
 
 
 if __name__ == "__main__":

@@ -131,10 +131,19 @@ def run_workers(setup: Callable[..., Call], args: tuple[Any, ...], workers: int,
 def per_round(runs: list[Run], against: list[Run], *, whole_run: bool = False) -> float:
     """The median over the rounds of each round's rate over the rate it is set against in that round (while every
     worker ran, or over the whole runs): the machine's drift between rounds falls on both sides of each ratio alike."""
+    return round(statistics.median(_ratios(runs, against, whole_run)), 2)
+
+
+def each_round(runs: list[Run], against: list[Run]) -> list[float]:
+    """Each round's ratio behind `per_round` (while every worker ran), in the order the rounds ran."""
+    return [round(ratio, 2) for ratio in _ratios(runs, against, False)]
+
+
+def _ratios(runs: list[Run], against: list[Run], whole_run: bool) -> list[float]:
     def rate(r: Run) -> float:
         return r.whole_run_effects_per_second if whole_run else r.effects_per_second
 
-    return round(statistics.median(rate(r) / rate(a) for r, a in zip(runs, against)), 2)
+    return [rate(r) / rate(a) for r, a in zip(runs, against)]
 
 
 def while_all_ran(results: list[Report], run: str) -> tuple[int, float]:

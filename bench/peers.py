@@ -88,6 +88,7 @@ def run() -> dict[str, Any]:
     from experiments.services.redis import RedisServer
 
     figures: dict[str, dict[str, Any]] = {s: {"backend": BACKENDS[s], "effects_per_second": {}} for s in SYSTEMS}
+    medians: dict[str, list[float]] = {system: [] for system in SYSTEMS}  # each one-worker round's median latency
     with scratch("bench-peers-") as tmp, TempCluster() as cluster, \
             RedisServer() as redis_server:
         for workers in WORKERS:
@@ -108,6 +109,8 @@ def run() -> dict[str, Any]:
                     seconds[system] += measured.window_seconds
                     effects[system] += measured.window_effects
                     latencies[system] += measured.latencies
+                    if workers == 1:
+                        medians[system].append(statistics.median(measured.latencies))
             for system in SYSTEMS:
                 figures[system]["effects_per_second"][str(workers)] = round(effects[system] / seconds[system], 1)
                 if workers == 1:
@@ -118,6 +121,7 @@ def run() -> dict[str, Any]:
         figures[system]["added_median_ms"] = round(figures[system]["median_ms"] - direct, 3)
     interlock, dbos = figures["interlock_decorator_jsonl"], figures["dbos_sqlite"]
     ratio = round(interlock["median_ms"] / dbos["median_ms"], 3)
+    by_round = [round(i / d, 3) for i, d in zip(medians["interlock_decorator_jsonl"], medians["dbos_sqlite"])]
     return {
         "note": "one worker process per concurrent worker; every effect fsyncs the service's file; the systems "
                 "commit durably as configured (Interlock flushes its JSONL journal once per effect, before the "
@@ -126,6 +130,7 @@ def run() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "systems": figures,
         "interlock_decorator_over_dbos_sqlite_median": ratio,
+        "interlock_decorator_over_dbos_sqlite_median_each_round": by_round,
         "interlock_decorator_over_dbos_sqlite_added": round(interlock["added_median_ms"] / dbos["added_median_ms"], 3),
-        "targets": {"interlock_decorator_over_dbos_sqlite_median": against(ratio, "<=", 0.2)},
+        "targets": {"interlock_decorator_over_dbos_sqlite_median": against(ratio, "<=", 0.2, rounds=by_round)},
     }

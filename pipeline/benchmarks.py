@@ -142,6 +142,8 @@ class Target:
     words: str  # the same in words: "at least 1.5"
     met: bool  # judged here
     stored_met: bool  # as the file says
+    rounds: tuple[float, ...] = ()  # the figure of each round it was measured over, when the file gives them
+    rounds_met: int = 0  # how many of them meet the target
 
     @property
     def named(self) -> str:
@@ -157,6 +159,16 @@ class Target:
     def disagrees(self) -> bool:
         """The file's own verdict on this target is not the one its figures give."""
         return self.met != self.stored_met
+
+    @property
+    def each_round(self) -> str:
+        """Each round's figure as the tables show figures, the unit once after the last; empty when there are none."""
+        return ", ".join(value(r) for r in self.rounds) + _suffix(self.figure) if self.rounds else ""
+
+    @property
+    def split(self) -> bool:
+        """Some rounds meet the target and some do not: the verdict is the run's, not one every round gives."""
+        return 0 < self.rounds_met < len(self.rounds)
 
 
 @dataclass(frozen=True)
@@ -257,8 +269,11 @@ def targets(file: Node) -> tuple[Target, ...]:
         if not (match := _RELATION.match(relation)):
             raise item.at("target").bad(f"expected a relation and a number, such as '>= 1.5', got {quote(relation)}")
         sign, bound = match[1], float(match[2])
+        each = item.opt_node("rounds")
+        rounds = tuple(r.expect("number") for r in each.items()) if each is not None else ()
         found.append(Target(figure, measured, relation, f"{_WORDS[sign]} {value(bound)}{_suffix(figure)}",
-                            _HOLDS[sign](measured, bound), item.get("met", "boolean")))
+                            _HOLDS[sign](measured, bound), item.get("met", "boolean"), rounds,
+                            sum(_HOLDS[sign](r, bound) for r in rounds)))
     return tuple(found)
 
 

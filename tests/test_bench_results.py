@@ -88,6 +88,13 @@ def test_a_figure_stands_beside_its_target_and_whether_it_was_met():
     assert against(3.5, ">=", 1.5)["met"] and against(0.025, "<", 0.5)["met"]
 
 
+def test_a_target_on_a_figure_measured_over_rounds_carries_each_rounds_figure():
+    from bench._results import against
+
+    assert against(1.25, ">=", 1.5, rounds=[1.13, 1.58, 1.25]) == {
+        "measured": 1.25, "target": ">= 1.5", "met": False, "rounds": [1.13, 1.58, 1.25]}
+
+
 def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_before_it(tmp_path, monkeypatch):
     import bench._results as results
 

@@ -48,7 +48,9 @@ def test_the_verdict_a_bench_stores_is_the_one_the_pipeline_gives_again(tmp_path
 
 @pytest.mark.parametrize("target, field", [({"measured": 1.0, "target": "about 1.5", "met": True}, "scaling.target"),
                                            ({"measured": "fast", "target": ">= 1.5", "met": True}, "scaling.measured"),
-                                           ({"measured": 1.0, "target": ">= 1.5"}, "scaling.met")])
+                                           ({"measured": 1.0, "target": ">= 1.5"}, "scaling.met"),
+                                           ({"measured": 1.0, "target": ">= 1.5", "met": False, "rounds": [1.0, "x"]},
+                                            "scaling.rounds[1]")])
 def test_a_target_that_cannot_be_judged_is_bad_input_naming_the_file_and_the_field(tmp_path, target, field):
     _bench(tmp_path, "gate", {"scaling": target})
     with pytest.raises(BadInput) as raised:
@@ -65,6 +67,21 @@ def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a
     assert "jsonl scaling 16 workers (×)</td><td data-label=\"measured\">0.94×</td>" in page
     assert "<td data-label=\"met\">no (the file says yes)</td>" in page
     assert "<td data-label=\"target\">at least 0.5×</td><td data-label=\"met\">yes</td>" in page
+
+
+def test_a_target_measured_over_rounds_shows_each_round_and_how_many_met_it_when_they_split(tmp_path):
+    folder = tmp_path / "bench"
+    _bench(folder, "gate", {"jsonl_scaling_16_workers": against(1.25, ">=", 1.5, rounds=[1.13, 1.58, 1.25]),
+                            "verify_entries_per_cpu_second": against(420_000, ">=", 400_000, rounds=[410_000, 430_000])})
+    (bench,) = benchmarks(folder)
+    scaling, verify = bench.targets
+    assert (scaling.rounds, scaling.rounds_met, scaling.split) == ((1.13, 1.58, 1.25), 1, True)
+    assert (verify.rounds_met, verify.split) == (2, False)
+    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
+    assert ("<td data-label=\"each round\">1.13, 1.58, 1.25×</td><td data-label=\"target\">at least 1.5×</td>"
+            "<td data-label=\"met\">no (1 of 3 rounds met it)</td>") in page
+    assert "<td data-label=\"each round\">410,000, 430,000 per CPU s</td>" in page
+    assert "(2 of 2 rounds met it)" not in page
 
 
 def test_make_results_prints_each_bench_target_whose_stored_verdict_disagrees_and_fails(tmp_path):
@@ -84,3 +101,6 @@ def test_make_bench_says_each_target_beside_the_figure_measured_and_the_cores():
     assert len(lines) == 1 and lines[0].startswith("target gate.jsonl_scaling_16_workers: measured 0.94, target "
                                                    ">= 1.5: MISSED (")
     assert lines[0].endswith(" cores)")
+    [split] = targets_said("pg", {"postgresql_scaling_16_workers": against(1.23, ">=", 1.5, rounds=[1.1, 1.6, 1.23])})
+    assert split.startswith("target pg.postgresql_scaling_16_workers: measured 1.23 (rounds 1.1, 1.6, 1.23), target "
+                            ">= 1.5: MISSED (")
