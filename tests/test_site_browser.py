@@ -304,3 +304,19 @@ def test_an_outcome_code_in_a_results_table_breaks_only_between_its_words(visit,
             assert laid_out, path
             split = [lines for lines in laid_out if any(not line.endswith(("_", ":")) for line in lines[:-1])]
             assert split == [], (width, path, split[:3])
+
+
+_ROUND_CELLS = """() => [...document.querySelectorAll('table.interlock-targets td[data-label="each round"]')].map(
+    cell => [cell.textContent.trim(), getComputedStyle(cell).display])"""
+
+
+def test_a_target_card_on_a_phone_leaves_out_the_rounds_line_only_where_there_are_no_rounds(visit):
+    page, base, _ = visit
+    shown = {}
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(base + "methodology/", wait_until="load")
+        shown[width] = page.evaluate(_ROUND_CELLS)
+    assert {text != "" for text, _ in shown[390]} == {True, False}  # the committed targets have both kinds
+    assert all((display == "none") == (text == "") for text, display in shown[390])
+    assert all(display == "table-cell" for _, display in shown[1280])
