@@ -30,7 +30,7 @@ from ._lock_turns import lock_turns
 from ._results import against
 from ._scratch import scratch
 from ._submitters import own_journal_submitter, submitter
-from ._throughput import Call, Run, durable_service, expect, per_round, run_workers
+from ._throughput import Call, Run, durable_service, each_round, expect, per_round, run_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 EFFECTS = 200
@@ -134,8 +134,7 @@ def _shared_journal(folder: Path) -> dict[str, Any]:
     for n in WORKERS:
         measured = [r[n] for r in rounds]
         out.update(_figures(measured, singles, f"{n}_workers"))
-        ratios = [m.effects_per_second / one.effects_per_second for m, one in zip(measured, singles)]
-        out[f"jsonl_scaling_{n}_workers_each_round"] = [round(x, 2) for x in ratios]
+        out[f"jsonl_scaling_{n}_workers_each_round"] = each_round(measured, singles)
         # CPU per effect beside the wall time per effect per core: near 1, the run computed rather than waited,
         # and then more workers than cores can add no more than the cores left idle
         out[f"jsonl_cpu_share_of_cores_{n}_workers"] = round(
