@@ -46,17 +46,19 @@ def run_one(name: str) -> None:
     write_result(OUT / f"{name}.json", numbers, load_at_start=load, settled=settled.as_dict(),
                  machine_at_start=found)
     print(f"{name}: {json.dumps(numbers, sort_keys=True)}")
-    for line in targets_said(name, numbers.get("targets", {})):
+    for line in targets_said(name, numbers):
         print(line)
 
 
-def targets_said(name: str, targets: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per target of a benchmark: the figure measured in this run (and in each of its rounds) beside it, on
-    this many cores."""
+def targets_said(name: str, numbers: dict[str, Any]) -> list[str]:
+    """One line per target of a benchmark's `numbers`: the figure measured in this run (and in each of its rounds)
+    beside it, on this many cores, and the same figure measured with nothing shared where the run has one."""
     return [f"target {name}.{figure}: measured {t['measured']}"
             + (f" (rounds {', '.join(str(r) for r in t['rounds'])})" if "rounds" in t else "")
             + f", target {t['target']}: {'met' if t['met'] else 'MISSED'} ({os.cpu_count()} cores)"
-            for figure, t in targets.items()]
+            + (f"; with nothing shared ({t['nothing_shared']}) {numbers[t['nothing_shared']]}"
+               if "nothing_shared" in t else "")
+            for figure, t in numbers.get("targets", {}).items()]
 
 
 if __name__ == "__main__":

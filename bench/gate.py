@@ -39,7 +39,7 @@ BIG = 1_000_000
 SMALL = 1_000
 CLAIM_RUNS = 20
 WORKERS = (1, 4, 16)
-ROUNDS = 3
+ROUNDS = 5  # the scaling is their median: on this shared machine one round can read half or twice another
 SHARED_EFFECTS = 1920  # per worker count, split evenly between the workers: 120 each at 16
 RECENT = 1_000  # entries appended after the last checkpoint before the timed open
 WITNESS_FLUSHES = 2_000
@@ -52,6 +52,7 @@ TARGETS = {
     "verify_entries_per_cpu_second": (">=", 400_000),
     "receipts_cli_rss_mb_1m": ("<", 100),
 }
+NOTHING_SHARED = {"jsonl_scaling_16_workers": "jsonl_scaling_16_workers_own_journals"}  # the same, each on its own
 
 
 def run() -> dict[str, Any]:
@@ -65,7 +66,8 @@ def run() -> dict[str, Any]:
         numbers.update(_append_and_verify(folder / "scale"))
         numbers.update(_claim_free(folder / "claims"))
     numbers["cores"] = os.cpu_count()
-    numbers["targets"] = {name: against(numbers[name], *target, rounds=numbers.get(f"{name}_each_round"))
+    numbers["targets"] = {name: against(numbers[name], *target, rounds=numbers.get(f"{name}_each_round"),
+                                        nothing_shared=NOTHING_SHARED.get(name))
                           for name, target in TARGETS.items()}
     return numbers
 

@@ -48,11 +48,12 @@ from ._throughput import WARMUP, Call, Run, each_round, expect, per_round, run_w
 
 WORKERS = (1, 4, 16)
 EFFECTS = 1920  # per run, split evenly between the workers: 120 each at 16, as in the gate benchmark
-REPEATS = 3
+REPEATS = 5  # each ratio is their median: on this shared machine one round can read half or twice another
 TAKEOVERS = 5
 LEASE_TTL = 1.0  # seconds: the lease of the holders killed in a request or paused
 RENEWING_TTL = 1.5  # seconds: each worker renews what it holds every 0.5 s, to price the renewals
 TARGETS = {"postgresql_scaling_16_workers": 1.5, "postgresql_vs_jsonl_1_workers": 0.5}
+NOTHING_SHARED = {"postgresql_scaling_16_workers": "postgresql_scaling_16_workers_own_databases"}  # each on its own
 
 
 def submitter(address: str, ttl: float, worker: int) -> Call:
@@ -281,6 +282,7 @@ def run() -> dict[str, Any]:
         out["postgresql_renewal_statement_ms_100_claims"] = _renewal_ms(pg, 100)
         out["postgresql_confirm_ms"] = _confirm_ms(pg)
     out["load_average_at_end"] = os.getloadavg()[0]  # the machine is shared: how busy it was says how noisy
-    out["targets"] = {name: against(out[name], ">=", target, rounds=out[f"{name}_each_round"])
+    out["targets"] = {name: against(out[name], ">=", target, rounds=out[f"{name}_each_round"],
+                                    nothing_shared=NOTHING_SHARED.get(name))
                       for name, target in TARGETS.items()}
     return out

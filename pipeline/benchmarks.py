@@ -144,6 +144,7 @@ class Target:
     stored_met: bool  # as the file says
     rounds: tuple[float, ...] = ()  # the figure of each round it was measured over, when the file gives them
     rounds_met: int = 0  # how many of them meet the target
+    nothing_shared: tuple[str, float] | None = None  # the figure the run measured with nothing shared, and its value
 
     @property
     def named(self) -> str:
@@ -164,6 +165,16 @@ class Target:
     def each_round(self) -> str:
         """Each round's figure as the tables show figures, the unit once after the last; empty when there are none."""
         return ", ".join(value(r) for r in self.rounds) + _suffix(self.figure) if self.rounds else ""
+
+    @property
+    def unshared(self) -> str:
+        """The figure measured with nothing shared, as the tables show figures, with how it was set up in words
+        ("1.67× (own journals)"); empty when the run measured none."""
+        if self.nothing_shared is None:
+            return ""
+        name, measured = self.nothing_shared
+        how = name.removeprefix(f"{self.figure}_") if name.startswith(f"{self.figure}_") else name
+        return f"{value(measured)}{_suffix(self.figure)} ({how.replace('_', ' ')})"
 
     @property
     def split(self) -> bool:
@@ -273,8 +284,18 @@ def targets(file: Node) -> tuple[Target, ...]:
         rounds = tuple(r.expect("number") for r in each.items()) if each is not None else ()
         found.append(Target(figure, measured, relation, f"{_WORDS[sign]} {value(bound)}{_suffix(figure)}",
                             _HOLDS[sign](measured, bound), item.get("met", "boolean"), rounds,
-                            sum(_HOLDS[sign](r, bound) for r in rounds)))
+                            sum(_HOLDS[sign](r, bound) for r in rounds), _nothing_shared(file, item)))
     return tuple(found)
+
+
+def _nothing_shared(file: Node, item: Node) -> tuple[str, float] | None:
+    """The figure a target names as measured with nothing shared, and its value, read from the same file."""
+    name = item.opt("nothing_shared", "string")
+    if name is None:
+        return None
+    if not file.has(name):
+        raise item.at("nothing_shared").bad(f"names {quote(name)}, a figure the file does not hold")
+    return name, file.get(name, "number")
 
 
 def layout(name: str, data: Mapping[str, Any], source: str, judged: tuple[Target, ...] = (),

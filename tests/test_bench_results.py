@@ -95,6 +95,13 @@ def test_a_target_on_a_figure_measured_over_rounds_carries_each_rounds_figure():
         "measured": 1.25, "target": ">= 1.5", "met": False, "rounds": [1.13, 1.58, 1.25]}
 
 
+def test_a_target_the_run_also_measured_with_nothing_shared_names_that_figure():
+    from bench._results import against
+
+    assert against(1.17, ">=", 1.5, nothing_shared="jsonl_scaling_16_workers_own_journals") == {
+        "measured": 1.17, "target": ">= 1.5", "met": False, "nothing_shared": "jsonl_scaling_16_workers_own_journals"}
+
+
 def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_before_it(tmp_path, monkeypatch):
     import bench._results as results
 

@@ -78,7 +78,8 @@ def test_a_target_measured_over_rounds_shows_each_round_and_how_many_met_it_when
     assert (scaling.rounds, scaling.rounds_met, scaling.split) == ((1.13, 1.58, 1.25), 1, True)
     assert (verify.rounds_met, verify.split) == (2, False)
     page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
-    assert ("<td data-label=\"each round\">1.13, 1.58, 1.25×</td><td data-label=\"target\">at least 1.5×</td>"
+    assert ("<td data-label=\"each round\">1.13, 1.58, 1.25×</td><td data-label=\"nothing shared\"></td>"
+            "<td data-label=\"target\">at least 1.5×</td>"
             "<td data-label=\"met\">no (1 of 3 rounds met it)</td>") in page
     assert "<td data-label=\"each round\">410,000, 430,000 per CPU s</td>" in page
     assert "(2 of 2 rounds met it)" not in page
@@ -97,10 +98,46 @@ def test_make_results_prints_each_bench_target_whose_stored_verdict_disagrees_an
 
 
 def test_make_bench_says_each_target_beside_the_figure_measured_and_the_cores():
-    lines = targets_said("gate", {"jsonl_scaling_16_workers": against(0.94, ">=", 1.5)})
+    lines = targets_said("gate", {"targets": {"jsonl_scaling_16_workers": against(0.94, ">=", 1.5)}})
     assert len(lines) == 1 and lines[0].startswith("target gate.jsonl_scaling_16_workers: measured 0.94, target "
                                                    ">= 1.5: MISSED (")
     assert lines[0].endswith(" cores)")
-    [split] = targets_said("pg", {"postgresql_scaling_16_workers": against(1.23, ">=", 1.5, rounds=[1.1, 1.6, 1.23])})
+    [split] = targets_said("pg", {"targets": {
+        "postgresql_scaling_16_workers": against(1.23, ">=", 1.5, rounds=[1.1, 1.6, 1.23])}})
     assert split.startswith("target pg.postgresql_scaling_16_workers: measured 1.23 (rounds 1.1, 1.6, 1.23), target "
                             ">= 1.5: MISSED (")
+    [unshared] = targets_said("gate", {"jsonl_scaling_16_workers_own_journals": 1.67, "targets": {
+        "jsonl_scaling_16_workers": against(1.17, ">=", 1.5, nothing_shared="jsonl_scaling_16_workers_own_journals")}})
+    assert unshared.endswith(" cores); with nothing shared (jsonl_scaling_16_workers_own_journals) 1.67")
+
+
+def test_a_target_measured_with_nothing_shared_too_shows_that_figure_beside_it(tmp_path):
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "pg.json").write_text(json.dumps({
+        "postgresql_scaling_16_workers_own_databases": 1.27,
+        "targets": {"postgresql_scaling_16_workers": against(
+            1.16, ">=", 1.5, rounds=[1.16, 1.33, 1.11], nothing_shared="postgresql_scaling_16_workers_own_databases"),
+                    "postgresql_vs_jsonl_1_workers": against(0.49, ">=", 0.5)}}))
+    (bench,) = benchmarks(folder)
+    scaling, single = bench.targets
+    assert scaling.nothing_shared == ("postgresql_scaling_16_workers_own_databases", 1.27)
+    assert (scaling.unshared, single.unshared) == ("1.27× (own databases)", "")
+    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
+    assert ("<td data-label=\"each round\">1.16, 1.33, 1.11×</td><td data-label=\"nothing shared\">1.27× (own "
+            "databases)</td><td data-label=\"target\">at least 1.5×</td>") in page
+    assert "<td data-label=\"nothing shared\"></td><td data-label=\"target\">at least 0.5×</td>" in page
+
+
+@pytest.mark.parametrize("figures, problem", [({}, "names 'scaling_own', a figure the file does not hold"),
+                                              ({"scaling_own": "high"}, None)])
+def test_a_nothing_shared_figure_the_file_does_not_hold_as_a_number_is_bad_input_naming_the_field(
+        tmp_path, figures, problem):
+    (tmp_path / "gate.json").write_text(json.dumps({**figures, "targets": {
+        "scaling": against(1.17, ">=", 1.5, nothing_shared="scaling_own")}}))
+    with pytest.raises(BadInput) as raised:
+        benchmarks(tmp_path)
+    field = "targets.scaling.nothing_shared" if problem else "scaling_own"
+    assert str(raised.value).startswith(f"{tmp_path / 'gate.json'}: {field}: ")
+    if problem:
+        assert problem in str(raised.value)
