@@ -306,17 +306,18 @@ def test_an_outcome_code_in_a_results_table_breaks_only_between_its_words(visit,
             assert split == [], (width, path, split[:3])
 
 
-_ROUND_CELLS = """() => [...document.querySelectorAll('table.interlock-targets td[data-label="each round"]')].map(
+_TARGET_CELLS = """label => [...document.querySelectorAll(`table.interlock-targets td[data-label="${label}"]`)].map(
     cell => [cell.textContent.trim(), getComputedStyle(cell).display])"""
 
 
-def test_a_target_card_on_a_phone_leaves_out_the_rounds_line_only_where_there_are_no_rounds(visit):
+@pytest.mark.parametrize("label", ["each round", "nothing shared"])
+def test_a_target_card_on_a_phone_leaves_out_a_line_only_where_its_target_has_nothing_for_it(visit, label):
     page, base, _ = visit
     shown = {}
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(base + "methodology/", wait_until="load")
-        shown[width] = page.evaluate(_ROUND_CELLS)
+        shown[width] = page.evaluate(_TARGET_CELLS, label)
     assert {text != "" for text, _ in shown[390]} == {True, False}  # the committed targets have both kinds
     assert all((display == "none") == (text == "") for text, display in shown[390])
     assert all(display == "table-cell" for _, display in shown[1280])
