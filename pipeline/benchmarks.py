@@ -173,8 +173,8 @@ class Target:
         if self.nothing_shared is None:
             return ""
         name, measured = self.nothing_shared
-        how = name.removeprefix(f"{self.figure}_") if name.startswith(f"{self.figure}_") else name
-        return f"{value(measured)}{_suffix(self.figure)} ({how.replace('_', ' ')})"
+        how = name.removeprefix(f"{self.figure}_").replace("_", " ")
+        return f"{value(measured)}{_suffix(self.figure)} ({how})"
 
     @property
     def split(self) -> bool:
