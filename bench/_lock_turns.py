@@ -66,6 +66,7 @@ def lock_turns(folder: Path, workers: int, effects: int) -> dict[str, Any]:
     watched = [json.loads(file.read_text()) for file in folder.glob("journal.jsonl.turns-*")]
     turns = sorted((took, let_go) for w in watched for _, took, let_go in w["turns"])
     holds = [let_go - took for took, let_go in turns]
+    held = sum(holds)
     free = [later[0] - earlier[1] for earlier, later in zip(turns, turns[1:])]
     span = turns[-1][1] - turns[0][0]
     # a worker's wait: from its first try for a turn to its take, over the span of its timed effects
@@ -74,9 +75,9 @@ def lock_turns(folder: Path, workers: int, effects: int) -> dict[str, Any]:
     return {
         f"jsonl_lock_effects_per_second_{suffix}_watched": round(run.effects_per_second, 1),
         f"jsonl_lock_turns_per_effect_{suffix}": round(len(turns) / effects, 2),
-        f"jsonl_lock_hold_ms_mean_{suffix}": round(sum(holds) / len(turns) * 1e3, 3),
+        f"jsonl_lock_hold_ms_mean_{suffix}": round(held / len(turns) * 1e3, 3),
         f"jsonl_lock_hold_ms_median_{suffix}": round(statistics.median(holds) * 1e3, 3),
         f"jsonl_lock_free_between_turns_ms_mean_{suffix}": round(sum(free) / len(free) * 1e3, 3),
-        f"jsonl_lock_held_share_{suffix}": round(sum(holds) / span, 2),
+        f"jsonl_lock_held_share_{suffix}": round(held / span, 2),
         f"jsonl_lock_wait_share_{suffix}": round(statistics.median(waits), 2),
     }
