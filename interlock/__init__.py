@@ -17,7 +17,7 @@ from .claims import Claim, FileClaims
 from .effects import Effect, effect_id_for
 from .errors import (BundleError, ClaimLost, ConfigurationError, DuplicateAction, EffectError, EffectRefused,
                      EffectUnsettled, GuardFailed, InterlockError, JournalCorrupt, JournalError, JournalUnavailable,
-                     SpillFailed, UnjournalableArgument)
+                     SpillFailed, UnjournalableArgument, UnknownEffect)
 from .gate import Gate
 from .hooks import Hooks
 from .journal import Journal, write_checkpoint
@@ -37,7 +37,7 @@ __all__ = [
     "FunctionTarget", "Gate", "GuardFailed", "Hooks", "Interlock", "InterlockError", "Journal", "JournalCorrupt", "JournalError",
     "JournalUnavailable", "LEASE", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected",
     "SpillFailed", "Status",
-    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "Unsettled",
+    "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownEffect", "Unsettled",
     "bundle", "current_effect", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",
 ]

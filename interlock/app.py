@@ -52,7 +52,7 @@ from .kinds import AMBIGUOUS
 from .leases import Lease
 from .outcomes import Outcome, Status
 from .premises import NOT_SET, Premise
-from .targets.base import TIER_BLIND, TIER_LOOKUP
+from .targets.base import DEDUPE, EPOCH, LEASE, TIER_BLIND, TIER_LOOKUP
 from .targets.function import FunctionTarget
 
 P = ParamSpec("P")
@@ -175,6 +175,8 @@ class _Spec:
 
     def _decided(self, bridge: _Bridge, args: tuple[Any, ...], kwargs: dict[str, Any],
                  observed: Mapping[str, Any] | None) -> dict[str, Any]:
+        if observed is not None and not isinstance(observed, Mapping):
+            raise ConfigurationError(f"{self.name}: observed must be a mapping {{fact: value}}, got {observed!r}")
         observed = dict(observed or {})
         unknown = sorted(set(observed) - set(self.facts))
         if unknown:
@@ -195,7 +197,11 @@ class _Spec:
         payload: dict[str, Any] = {"action": self.name, "args": list(args)}
         if kwargs:
             payload["kwargs"] = kwargs
-        return Effect(self.key(*args, **kwargs), payload, premises, self._lease(args, kwargs), self.app.agent)
+        key = self.key(*args, **kwargs)
+        if type(key) is not str or not key:
+            raise ConfigurationError(f"{self.name}: key= returned {key!r}; it must return a non-empty str that names "
+                                     "the request")
+        return Effect(key, payload, premises, self._lease(args, kwargs), self.app.agent)
 
     def _read(self, read: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _bridge.get().call(read, *args, **kwargs)
@@ -205,7 +211,7 @@ class _Spec:
         if lease is None:
             return None
 
-        return _AnsweredLease(lambda: _bridge.get().call(lease, *args, **kwargs))
+        return _AnsweredLease(self.name, lambda: _bridge.get().call(lease, *args, **kwargs))
 
     def _send(self, effect_id: str, payload: dict[str, Any]) -> Any:
         return self._in_effect(effect_id, self.fn, payload)
@@ -255,10 +261,6 @@ def _same(value: Any, default: Any) -> bool:
         return False
 
 
-def _live(answer: Any) -> bool:
-    return answer.is_live() if isinstance(answer, Lease) else bool(answer)
-
-
 _UNASKED: Any = object()
 
 
@@ -266,13 +268,18 @@ class _AnsweredLease:
     """The lease an action's `lease=` function answers. A check asks whether it is live, then for its description:
     the function is called once for both, so what is journaled is the answer the gate went by."""
 
-    def __init__(self, answer: Callable[[], Any]):
-        self._answer = answer
+    def __init__(self, action: str, answer: Callable[[], Any]):
+        self._action, self._answer = action, answer
         self._held: Any = _UNASKED  # the answer `is_live` read, for the `describe` that follows it
 
     def is_live(self) -> bool:
         self._held = found = self._answer()
-        return _live(found)
+        if isinstance(found, Lease):
+            return found.is_live()
+        if type(found) is not bool:  # a status such as "cancelled" is truthy: never let it pass for live
+            raise ConfigurationError(f"{self._action}: lease= returned {found!r}; it must return True or False, or "
+                                     "a Lease")
+        return found
 
     def describe(self) -> Any:
         found, self._held = self._held, _UNASKED
@@ -409,11 +416,15 @@ class Interlock:
         again against those first facts, never against newly observed ones, so a crashed job that restarts cannot
         decide again on what it reads after the outage. To act on new facts, call under a new key.
         """
-        facts = dict(facts or {})
+        facts = _readers(key, lease, facts, lookup)
         expect = dict(expect or {})
         unknown = sorted(set(expect) - set(facts))
         if unknown:
             raise ConfigurationError(f"expect names facts that are not declared: {unknown}")
+        unfenced = sorted(set(fences) - {DEDUPE, LEASE, EPOCH} - set(facts)) if not isinstance(fences, str) else []
+        if unfenced:
+            raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r}, {EPOCH!r} "
+                                     "nor a declared fact")
         level = tier if tier is not None else (TIER_LOOKUP if lookup is not None else TIER_BLIND)
 
         def decorate(fn: Callable[P, Any]) -> Any:
@@ -465,6 +476,23 @@ class Interlock:
             else:
                 recovered.settled.append(outcome)
         return recovered
+
+
+def _readers(key: Any, lease: Any, facts: Any, lookup: Any) -> dict[str, Callable[..., Any]]:
+    """`facts` as a dict, once `key`, `lease`, `lookup` and every fact's reader are found to be functions."""
+    if not callable(key):
+        raise ConfigurationError(f"key must be a function of the call's arguments that names the request, got {key!r}")
+    for name, given in (("lease", lease), ("lookup", lookup)):
+        if given is not None and not callable(given):
+            raise ConfigurationError(f"{name} must be a function of the call's arguments, got {given!r}")
+    if facts is not None and not isinstance(facts, Mapping):
+        raise ConfigurationError(f"facts must be a mapping {{fact: function that reads it}}, got {facts!r}")
+    readers = dict(facts or {})
+    for fact, read in readers.items():
+        if not callable(read):
+            raise ConfigurationError(f"fact {fact!r} must be a function of the call's arguments that reads it, got "
+                                     f"{read!r}")
+    return readers
 
 
 def _why_open(outcome: Outcome) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._protocols import JournalLike
+from .errors import ConfigurationError
 from .kinds import PROPOSED
 from .leases import Lease
 from .premises import Premise
@@ -27,6 +28,17 @@ class Effect:
     premises: list[Premise] = field(default_factory=list)
     lease: Lease | None = None
     agent: str = "agent"
+
+    def __post_init__(self) -> None:
+        if type(self.key) is not str or not self.key:
+            raise ConfigurationError(f"an effect's key must be a non-empty str naming the request, got {self.key!r}")
+        if not isinstance(self.payload, dict):
+            raise ConfigurationError(f"effect {self.key}: payload must be a dict, got {type(self.payload).__name__}")
+        if not isinstance(self.premises, list) or not all(isinstance(p, Premise) for p in self.premises):
+            raise ConfigurationError(f"effect {self.key}: premises must be a list of Premise, got {self.premises!r}")
+        if self.lease is not None and not isinstance(self.lease, Lease):
+            raise ConfigurationError(f"effect {self.key}: lease must be a Lease (is_live and describe) or None, got "
+                                     f"{self.lease!r}")
 
     @property
     def effect_id(self) -> str:

@@ -11,6 +11,7 @@ InterlockError
 ├── ClaimLost                  this process's claim was taken over; it must not write or send
 ├── GuardFailed                a check run inside the dispatch transaction failed; DISPATCHED was not written
 ├── BundleError                a receipt bundle that cannot be read as one
+├── UnknownEffect              the journal holds no entry of the effect asked for
 ├── SpillFailed                `interlock.receipts` could not keep effects' checks in its temporary folder
 └── EffectError                raised by `Outcome.raise_for_status()`; carries the outcome
     ├── EffectRefused          the gate refused the effect (nothing landed)
@@ -70,6 +71,13 @@ class GuardFailed(InterlockError):
 
 class BundleError(InterlockError, ValueError):
     """A receipt bundle or journal export that cannot be read as one."""
+
+
+class UnknownEffect(InterlockError, KeyError):
+    """The journal holds no entry of the effect asked for (a mistyped id, or another journal's)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class SpillFailed(InterlockError):

@@ -26,12 +26,12 @@ import msgspec
 
 from .canonical import HASH_FIELD, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
 from .collector import collector_paused
-from .errors import ClaimLost, JournalCorrupt
+from .errors import ClaimLost, JournalCorrupt, JournalError
 from .forks import refuse_if_forked
 from .index import Checkpoint, EffectIndex
 from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles, settling
 from .records import EffectRecord, Fields, as_fields, read_fields
-from .segments import SegmentFiles, line_at, line_batches, line_ending_at, lines
+from .segments import SegmentFiles, cut_short, line_at, line_batches, line_ending_at, lines
 from .signing import checkpoint_statement, public_hex, sign, signature_holds
 from .skim import raw_id, skim
 from .witness import Mark, Witness, differs, disagreement
@@ -121,6 +121,8 @@ def _stops_at_damage(method: Method) -> Method:
     @functools.wraps(method)
     def guarded(self: Journal, *args: Any, **kwargs: Any) -> Any:
         refuse_if_forked(self._opened_by, self.path)
+        if self._lock < 0:
+            raise JournalError(f"{self.path}: the journal was closed")
         if self._damage is not None:
             raise JournalCorrupt(self._damage)
         try:
@@ -641,6 +643,9 @@ class Journal:
                 self._hold(witnessed, scanned_from)
             if checkpoint is not None:
                 self._reaches(checkpoint)
+            if tail and not cut_short(tail):
+                raise JournalCorrupt(f"{self.path}:{self._line + 1}: the last line has no newline and is not the start "
+                                     "of an entry, so no crash tore it; the file is left as it was")
             if tail:
                 self._set_aside_torn(tail, self._offset)
             if building:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from .errors import ConfigurationError
+
 
 @runtime_checkable
 class Lease(Protocol):
@@ -29,8 +31,11 @@ class CallableLease:
     """What the authority is (a JSON value), journaled with each check beside whether it was live."""
 
     def is_live(self) -> bool:
-        """Ask the caller's function."""
-        return bool(self.live())
+        """Ask the caller's function, which must answer True or False (a truthy status is not taken as live)."""
+        live = self.live()
+        if type(live) is not bool:
+            raise ConfigurationError(f"CallableLease: live() returned {live!r}; it must return True or False")
+        return live
 
     def describe(self) -> Any:
         """Ask the caller's description function."""

@@ -123,6 +123,7 @@ class Outcome:
             raise EffectRefused(f"effect {self.effect_id} refused: {self.status.value}{why}", self)
         if self.status.landed is None:
             when = f"; decidable after {self.decide_at:.3f}" if self.decide_at is not None else ""
-            raise EffectUnsettled(f"effect {self.effect_id} is {self.status.value}{when}", self)
+            failed = f" ({self.error['type']}: {self.error['message']})" if self.error else ""
+            raise EffectUnsettled(f"effect {self.effect_id} is {self.status.value}{when}{failed}", self)
         return self
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .errors import ConfigurationError
+
 
 class _NotSet:
     def __repr__(self) -> str:
@@ -31,6 +33,13 @@ class Premise:
     expect: Any = NOT_SET
     own_write: Callable[[Any, Any, str], bool] | None = None
     annotate: Callable[[Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.name) is not str or not self.name:
+            raise ConfigurationError(f"a premise's name must be a non-empty str, got {self.name!r}")
+        if not callable(self.read):
+            raise ConfigurationError(f"premise {self.name}: read must be a function that reads the fact now, got "
+                                     f"{self.read!r}")
 
     def recorded(self) -> Any:
         """The value to record with the proposal: the decided value, or what the fact reads now."""

@@ -9,6 +9,7 @@ to an archive directory, where reads still find them.
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import re
 import shutil
@@ -161,6 +162,22 @@ class SegmentFiles:
         _fsync_directory(self.archive)
         self._refresh()
         return moved
+
+
+ENTRY_FIELDS = frozenset({"seq", "kind", "hash", "effect_id"})
+
+
+def cut_short(tail: bytes) -> bool:
+    """Whether `tail`, the bytes after a journal's last newline, is what an append cut short by a crash leaves: the
+    start of an entry's line, a JSON object left unfinished or a whole entry whose newline was not written. Any
+    other text there (a file that is not a journal, a line written by something else) is damage, not a torn write."""
+    if not tail.startswith(b'{"') and not b'{"'.startswith(tail):
+        return False
+    try:
+        whole = json.loads(tail)
+    except ValueError:
+        return True
+    return isinstance(whole, dict) and ENTRY_FIELDS <= whole.keys()
 
 
 def lines(read: Reader, start: int, end: int) -> Iterator[tuple[bytes | None, bytes]]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock import (ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims, Interlock,
-                       Status, UnjournalableArgument, current_effect, effect_id_for, verify)
+from interlock import (CallableLease, ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims,
+                       Interlock, JournalError, Status, UnjournalableArgument, current_effect, effect_id_for, verify)
 from interlock.hooks import NO_HOOKS
 from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
 
@@ -198,8 +198,10 @@ def test_a_busy_effect_fails_fast_with_claim_wait_zero(tmp_path):
 def test_the_app_is_a_context_manager_that_closes_its_journal(tmp_path):
     with Interlock(tmp_path / "journal.jsonl") as app:
         app.effect(name="x", key=lambda: "k")(lambda: None)()
-    with pytest.raises(OSError):
-        app.journal.refresh()  # its descriptors are closed
+    with pytest.raises(JournalError, match="closed"):
+        app.journal.refresh()
+    with pytest.raises(JournalError, match="closed"):
+        app.effect(name="y", key=lambda: "k2")(lambda: None)()
 
 
 def test_recover_settles_a_booking_killed_after_the_calendar_committed(world):
@@ -425,3 +427,48 @@ def test_a_sync_action_with_an_async_fact_inside_a_running_loop_says_to_declare_
         asyncio.run(agent())
     assert calls == []
     app.close()
+
+
+def test_a_lease_answer_that_is_not_a_bool_is_an_error_not_a_live_lease(tmp_path):
+    app, cancel, calls = counter_app(tmp_path, lease=lambda name, n=1: "cancelled")
+    with pytest.raises(ConfigurationError, match="count: lease= returned 'cancelled'"):
+        cancel("a")
+    assert calls == []
+    with pytest.raises(ConfigurationError, match="must return True or False"):
+        CallableLease(lambda: "open").is_live()
+
+
+@pytest.mark.parametrize("key", [lambda name, n=1: None, lambda name, n=1: 7, lambda name, n=1: ""])
+def test_a_key_that_does_not_name_the_request_in_a_string_is_an_error_before_anything_is_journaled(tmp_path, key):
+    app, count, calls = counter_app(tmp_path, key=key)
+    with pytest.raises(ConfigurationError, match="count: key= returned"):
+        count("a")
+    assert calls == [] and app.journal.entries() == []
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"key": "booking"}, "key must be a function"),
+    ({"key": None}, "key must be a function"),
+    ({"key": lambda: "k", "facts": {"slot": 5}}, "fact 'slot' must be a function"),
+    ({"key": lambda: "k", "facts": ["slot"]}, "facts must be a mapping"),
+    ({"key": lambda: "k", "lease": True}, "lease must be a function"),
+    ({"key": lambda: "k", "lookup": "find"}, "lookup must be a function"),
+    ({"key": lambda: "k", "fences": ["DEDUP"]}, "fences names \\['DEDUP'\\]"),
+])
+def test_declaring_an_action_with_arguments_it_cannot_use_is_an_error_at_once(tmp_path, options, says):
+    with Interlock(tmp_path / "journal.jsonl") as app:
+        with pytest.raises(ConfigurationError, match=says):
+            app.effect(**options)
+
+
+def test_a_fence_may_name_a_declared_fact(tmp_path):
+    with Interlock(tmp_path / "journal.jsonl") as app:
+        app.effect(key=lambda: "k", facts={"generation": lambda: 1}, fences=["generation", "effect_id"])
+
+
+@pytest.mark.parametrize("observed", [["busy"], 3, "slot"])
+def test_observed_values_that_are_not_a_mapping_are_an_error(tmp_path, observed):
+    app, count, calls = counter_app(tmp_path, facts={"slot": lambda name, n=1: []})
+    with pytest.raises(ConfigurationError, match="observed must be a mapping"):
+        count("a", observed=observed)
+    assert calls == []

@@ -11,8 +11,8 @@ import pytest
 from interlock.backends import open_journal
 from pg_worker import fresh_database, pg_cluster  # noqa: F401  (fixture)
 from tests.hazard_worker import journal_address
-from interlock import (CallableLease, Check, ConfigurationError, Effect, EffectRefused, FunctionTarget, Gate, Premise, Rejected,
-                       bundle, effect_id_for, verify)
+from interlock import (CallableLease, Check, ConfigurationError, Effect, EffectRefused, EffectUnsettled, FunctionTarget,
+                       Gate, Premise, Rejected, UnknownEffect, bundle, effect_id_for, verify)
 
 
 class Service:
@@ -257,6 +257,8 @@ def test_a_bug_in_the_send_is_ambiguous_while_a_request_of_it_may_still_land(tmp
     assert kinds(gate, outcome.effect_id)[-1] == "AMBIGUOUS"
     assert verify(bundle(gate.journal, outcome.effect_id))["happened"] == "unknown"
     assert gate.submit(effect()).status == "AMBIGUOUS" and calls == [outcome.effect_id]
+    with pytest.raises(EffectUnsettled, match="AMBIGUOUS.*KeyError: 'missing'"):
+        outcome.raise_for_status()
 
 
 def test_a_bug_in_the_send_is_refused_once_a_close_out_whose_answer_was_lost_took_it_again(tmp_path):
@@ -418,3 +420,24 @@ def test_a_refusal_says_why_in_its_outcome_and_when_raised(tmp_path, service):
     with pytest.raises(EffectRefused, match=r"REFUSED:stale_premise \(.*generation"):
         moved.raise_for_status()
     assert gate.submit(effect({"to": "v40"})).reason.startswith("the effect id was journaled with another payload")
+
+
+@pytest.mark.parametrize("made, says", [
+    (lambda: Effect(None, {}), "key must be a non-empty str"),  # type: ignore[arg-type]
+    (lambda: Effect("", {}), "key must be a non-empty str"),
+    (lambda: Effect("k", "send it"), "payload must be a dict"),  # type: ignore[arg-type]
+    (lambda: Effect("k", {}, [("generation", 1)]), "premises must be a list of Premise"),  # type: ignore[list-item]
+    (lambda: Effect("k", {}, lease=True), "lease must be a Lease"),  # type: ignore[arg-type]
+    (lambda: Premise("generation", 5), "read must be a function"),  # type: ignore[arg-type]
+    (lambda: Premise("", lambda: 5), "name must be a non-empty str"),
+])
+def test_an_effect_or_premise_it_could_not_check_is_an_error_when_made(made, says):
+    with pytest.raises(ConfigurationError, match=says):
+        made()
+
+
+def test_a_bundle_of_an_effect_the_journal_does_not_hold_is_an_unknown_effect(tmp_path, service):
+    gate = gate_for(tmp_path, service)
+    with pytest.raises(UnknownEffect, match="not in") as raised:
+        bundle(gate.journal, "no-such-effect")
+    assert isinstance(raised.value, KeyError)

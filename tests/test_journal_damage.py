@@ -144,3 +144,38 @@ def test_a_recovery_answer_is_witnessed_so_a_journal_cut_behind_it_is_refused(tm
     path.write_bytes(raw[: line_starts(raw)[-1]])  # a restore that lost exactly the recovery's answer
     with pytest.raises(JournalCorrupt, match="cut back"):
         Journal(path)
+
+
+@pytest.mark.parametrize("content", [b'{"a": 1}', b"retries = 3", bytes(range(11, 250)), b'{"seq": 0, "kind": "PROPOSED"}'],
+                         ids=["a JSON document", "a settings line", "binary", "an object that is not an entry"])
+def test_a_file_that_is_not_a_journal_refuses_to_open_and_is_left_as_it_was(tmp_path, content):
+    path = tmp_path / "settings.json"
+    path.write_bytes(content)
+    with pytest.raises(JournalCorrupt, match="settings.json:1: the last line has no newline and is not the start"):
+        Journal(path)
+    assert path.read_bytes() == content and not Path(f"{path}.torn").exists()
+    verdict = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert verdict.returncode != 0
+
+
+def test_an_entry_whose_newline_was_not_written_is_set_aside_as_torn(tmp_path):
+    path, _ = gated_journal(tmp_path, 2)
+    raw = path.read_bytes()
+    last = raw[line_starts(raw)[-1]:]
+    path.write_bytes(raw[:-1])  # the write stopped one byte short, before its newline and before any flush
+    Path(f"{path}.witness").unlink()
+    with Journal(path) as journal:
+        assert journal.torn == [last[:-1].decode()] and len(journal) == 7
+    assert path.read_bytes() == raw[: line_starts(raw)[-1]]
+
+
+def test_the_receipts_command_calls_a_last_line_no_crash_could_leave_invalid(tmp_path):
+    path, _ = gated_journal(tmp_path, 2)
+    path.write_bytes(path.read_bytes() + b"# edited by hand")
+    verdict = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert verdict.returncode == 1, verdict.stderr
+    assert any("has no newline and is not the start of an entry" in p for p in json.loads(verdict.stdout)["problems"])
+    with pytest.raises(JournalCorrupt, match="not the start of an entry"):
+        Journal(path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..collector import collector_paused
-from ..errors import BundleError
+from ..errors import BundleError, UnknownEffect
 from ..signing import sign, signature_holds
 from ._check import COVERS, EffectCheck, Receipts, receipt
 from ._journal import JournalCheck, read
@@ -38,7 +38,7 @@ def bundle(journal: JournalLike, effect_id: str, key: Any = None) -> dict[str, A
     journal.refresh()
     entries = journal.entries(effect_id)
     if not entries:
-        raise KeyError(f"effect {effect_id} is not in {journal.path}")
+        raise UnknownEffect(f"effect {effect_id} is not in {journal.path}")
     out: dict[str, Any] = {"effect_id": effect_id, "entries": entries}
     if key is not None:
         out["signature"] = sign(key, bundle_statement(effect_id, entries))

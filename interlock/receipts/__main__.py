@@ -30,7 +30,7 @@ import msgspec
 from ..addresses import is_postgres, safe_address
 from ..collector import collector_paused
 from ..errors import BundleError, JournalCorrupt, SpillFailed
-from ..segments import JournalLines
+from ..segments import ENTRY_FIELDS, JournalLines, cut_short
 from ..witness import disagreement, witnessed
 from . import COVERS, JournalCheck, verify, verify_journal
 from ._pg import DatabaseUnreadable, stored_lines
@@ -216,7 +216,7 @@ def _is_entry(line: bytes) -> bool:
         first = json.loads(line[:SNIFFED])
     except ValueError:
         return False
-    return isinstance(first, dict) and {"seq", "kind", "hash", "effect_id"} <= first.keys()
+    return isinstance(first, dict) and ENTRY_FIELDS <= first.keys()
 
 
 def _load(path: Path, at: str, archive: str | None = None) -> Any:
@@ -277,6 +277,10 @@ def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
         if any(problem.endswith(": not an object") for problem in result["problems"]):
             _journal_entries(JournalLines(stream.path, stream.archive))  # names the first line that is not JSON
     result["torn_tail"] = stream.torn.decode("utf-8", "replace") or None
+    if stream.torn and not cut_short(stream.torn):
+        result["problems"].append(f"line {stream.lines + 1}: has no newline and is not the start of an entry, so no "
+                                  "crash tore it (the library refuses to open the journal)")
+        result["valid"] = False
     mark = witnessed(stream.path)
     if mark is not None:
         why = disagreement(mark, end=stream.end, entries=stream.lines)
