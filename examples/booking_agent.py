@@ -115,6 +115,9 @@ def run_agent(client: anthropic.Anthropic, app: Interlock, calendar: Calendar, r
 
 def main(argv: list[str]) -> int:
     """Book one slot with a real model; print each tool call's outcome."""
+    if len(argv) != 4:
+        print("usage: python -m examples.booking_agent DIRECTORY REQUEST_ID START END", file=sys.stderr)
+        return 2
     directory, request_id, start, end = argv
     with Interlock(Path(directory) / "journal.jsonl", agent="booking-agent") as app:
         for outcome in run_agent(anthropic.Anthropic(), app, Calendar(Path(directory)), request_id, start, end):

@@ -199,7 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(rendered.recounts)} "
           f"stored exploration count(s) with the counts of their histories, {len(rendered.targets)} benchmark "
           "target(s) with their figures")
-    print("serve it with `make serve` and open http://127.0.0.1:8000/")
+    if args.out.resolve() == DEFAULT_OUT.resolve():
+        print("serve it with `make serve` and open http://127.0.0.1:8000/")
+    else:
+        print(f"serve it with `python -m http.server --bind 127.0.0.1 --directory {_shown(site)} 8000` and open "
+              "http://127.0.0.1:8000/")
     return 1 if found or rendered.recounts or rendered.targets else 0
 
 

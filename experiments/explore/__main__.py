@@ -44,7 +44,8 @@ WINDOW = ("An action taken while a worker waits between its check and its send (
 SERVICES = {
     "gcp_resource": "fake-gcs-server (stand-in for Google Cloud Storage, versioning on) behind the recording proxy",
     "calendar": "the project's Calendar v3 stand-in",
-    "ledger": "the project's ledger stand-in (a local HTTP service: lookup by effect id, no dedupe, write delays)",
+    "ledger": "the project's ledger stand-in (a local HTTP service: lookup by effect id, write delays, and the fence "
+              "each schedule draws: none, the claim epoch, the decided version or a dedupe on the effect id)",
 }
 JOURNAL_BACKENDS = {
     "jsonl": "each run's own JSONL journal file",

@@ -65,6 +65,11 @@ def wrap_points(value: str) -> Markup:
     return Markup(text)
 
 
+def sentence(value: str) -> str:
+    """A clause that follows a full stop on the page, with its first letter made a capital."""
+    return value[:1].upper() + value[1:]
+
+
 def yes_no(value: bool | None) -> str:
     return "cannot say" if value is None else ("yes" if value else "no")
 
@@ -167,7 +172,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         plain=plain, ident=ident, ident_path=ident_path, yes_no=yes_no, answer_word=answer_word, held_mark=held_mark,
-        wrap_points=wrap_points,
+        wrap_points=wrap_points, sentence=sentence,
         seconds=seconds,
         write_list=write_list, entry_field=entry_field, log_text=log_text, repo_path=repo_path, want_of=want_of,
         truth_sources=truth_sources, tally=tally,
