@@ -118,6 +118,8 @@ def _made(out: Path) -> set[str]:
 def _replaceable(out: Path) -> None:
     """Raise NotOurs unless each folder a build replaces is missing, empty, or made by an earlier build; the
     checkout's own build/ folder (ignored by git, where `make results` builds) is the pipeline's whatever it holds."""
+    if os.path.lexists(out) and not out.is_dir():
+        raise NotOurs(f"{out}: not a folder, so nothing can be built in it; build with --out elsewhere")
     if out.resolve() == DEFAULT_OUT.resolve():
         return
     made = _made(out)
@@ -180,6 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="results folder holding scenarios/, reliability/ and bench/ (default: results)")
     args = parser.parse_args(argv)
+    if not args.results.is_dir():
+        print(f"error: {printable(str(args.results))}: not a folder of results (scenarios/, reliability/, bench/)",
+              file=sys.stderr)
+        return 2
     files = args.files or result_files(args.results / "scenarios")
     try:
         site, rendered = _build(files, args.out, args.results)

@@ -23,7 +23,8 @@ from .tables import as_text, exploration_text
 
 def judge_file(path: str) -> Scenario | Exploration:
     """A scenario file judged, or an exploration counted again from its stored history; a file of
-    results/published/ is judged only while it holds the published bytes."""
+    results/published/ is judged only while it holds the published bytes, and only a file holding them (wherever
+    it lies) is judged as a published real-service run."""
     top, where = read(path), Path(path).resolve()
     if where.parent == PUBLISHED:
         shipped(where)

@@ -15,6 +15,7 @@ from typing import Any
 from . import judge, peers, record, score
 from .commits import commit_said
 from .machine import cores_said, load_said
+from .digests import is_published
 from .disagreements import disagreements
 from .faults import fault_of
 from .load import Node, quote, read
@@ -162,21 +163,26 @@ def derive_cell(cell: Node, index: int, scenario: str) -> Cell:
     return dataclasses.replace(judged, disagreements=disagreements(cell, judged))
 
 
-def _provenance(top: Node, scenario: str) -> Provenance:
-    """The file's own provenance block, or what the published real-service files say about themselves."""
+def _provenance(top: Node, scenario: str, path: str | Path) -> Provenance:
+    """The file's own provenance block, or what the published real-service files say about themselves: a file in
+    their format with no provenance block is taken for one only while it holds a published run's bytes (anything
+    else, a project run stripped of its block say, has nothing that says its services were real)."""
     node = top.opt_node("provenance")
     extra = {k: v for k, v in top.value.items()
              if k not in ("cells", "provenance", "scenario", "key", "generated", "schema_version")
              and not isinstance(v, (dict, list))}
     if node is None:
+        real = is_published(path)
         model = top.opt("model", "string")
         role, service_key = _PUBLISHED_SERVICES[scenario]
         name = top.opt(service_key, "string") if service_key else "Google Calendar API v3"
-        services = (Service(role, True, name or role), Service("model", True, model or "unknown"))
+        services = (Service(role, real, name or role), Service("model", real, model or "unknown"))
         generated = top.get("generated", "string")
+        said = ("published real-service run" if real else
+                "no provenance and not the published run's bytes, so nothing says its services were real")
         return Provenance(
             published=True, generated=generated, script=f"experiments/scenario_{scenario}.py", services=services,
-            summary=f"published real-service run: {services[0].name}, model {services[1].name}, generated {generated}",
+            summary=f"{said}: {services[0].name}, model {services[1].name}, generated {generated}",
             decider=model, extra=extra,
         )
     listed: list[Service] = []
@@ -228,7 +234,7 @@ def judged(top: Node, path: str | Path) -> Scenario:
     name = scenario_name(top)
     if top.has("schema_version") and top.get("schema_version", "integer") != SCHEMA_VERSION:
         raise top.at("schema_version").bad(f"unsupported schema version (this pipeline reads {SCHEMA_VERSION})")
-    provenance = _provenance(top, name)
+    provenance = _provenance(top, name, path)
     cells = _cells(top.at("cells"), name)
     spec = SPECS[name]
     faults = _in_order([c.fault for c in cells])

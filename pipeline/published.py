@@ -6,22 +6,16 @@ of the published pages; every verdict the files store is compared with the deriv
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from .derive import derive
+from .digests import SHA256, sha256
 from .load import BadInput
 from .model import Scenario
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published"
-
-# The digests stated in results/published/README.md: a shipped copy that no longer matches is not the published run.
-SHA256 = {
-    "gcp_resource.json": "bacebb050b4ec624d841496362bba05e7a45befa621c64f0cab00dbdaec89fed",
-    "calendar.json": "22cb45329df092fb10ee051e00c6189bbdf2ba5ac9aecdfdb02f2560a0f38aba",
-}
 
 # How the published pages scored proof (a fact about those pages, shown beside them); this pipeline applies one
 # rule to both scenarios: actor named, checks recorded, and the record's list equals the service's.
@@ -30,11 +24,6 @@ PROOF_RULE = {
                     "store's list (the rule this pipeline applies to every scenario)",
     "calendar": "a valid receipt exists; the record was not compared with the calendar",
 }
-
-
-def sha256(path: Path) -> str:
-    """The hex sha256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def published_files(folder: Path = PUBLISHED) -> list[Path]:

@@ -6,6 +6,7 @@ report another, and an unresolved send in a system's own record (a record-keepin
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -52,6 +53,8 @@ class Explored:
         """This system's count of one violation kind."""
         return next((v for v in self.violations if v.kind == kind), None)
 
+
+_NOT_IN_ID = re.compile(r"[^a-z0-9_]+")
 
 # (group title, kinds, column title per kind): each column named for what it counts.
 KIND_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -114,7 +117,7 @@ class Exploration:
     window: str
     kinds: tuple[tuple[str, str], ...]  # (kind, what it means), in file order
     systems: tuple[Explored, ...]
-    hazard: str = "crash"  # the one hazard every schedule of the file draws ("crash" in files before hazards)
+    hazard: str = "crash"  # the one hazard every schedule of the file draws
     hazard_what: str = ""
     journal: str = "jsonl"
     history_check: str | None = None  # the command that re-counts the file from its stored history
@@ -125,6 +128,11 @@ class Exploration:
     run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
     recounted: str | None = None  # the history the judge counted the figures from; None: the stored ones are shown
     disagreements: tuple[Disagreement, ...] = ()  # stored counts that differ from the judge's
+
+    @property
+    def anchor(self) -> str:
+        """The id of this file's section on the reliability page, made of its scenario, hazard and journal."""
+        return "explore_" + _NOT_IN_ID.sub("_", f"{self.scenario}_{self.hazard}_{self.journal}".lower()).strip("_")
 
     def groups(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         """The file's kinds in the page's groups, as (group, [(kind, column title, what it means)]); a kind this
@@ -217,7 +225,7 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
     """`exploration` of a summary file already read."""
     kinds = top.at("violation_kinds")
     systems = top.at("systems")
-    hazard = top.opt_node("hazard")
+    hazard = top.at("hazard")  # which fault the schedules drew, on which journal: the page's heading for the counts
     history = top.opt_node("history")
     seeds = top.opt_node("seeds")
     stopped = seeds is not None and seeds.opt("stopped_at_deadline", "boolean", False)
@@ -227,9 +235,8 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
         decider=top.opt("decider", "string", "not recorded"), window=top.opt("window", "string", ""),
         kinds=tuple((k, kinds.get(k, "string")) for k in kinds.expect("object")),
         systems=tuple(_explored(s, systems.at(s)) for s in systems.expect("object")),
-        hazard=hazard.get("name", "string") if hazard else "crash",
-        hazard_what=hazard.opt("what", "string", "") if hazard else "",
-        journal=hazard.opt("journal", "string", "jsonl") if hazard else "jsonl",
+        hazard=hazard.get("name", "string"), hazard_what=hazard.opt("what", "string", ""),
+        journal=hazard.get("journal", "string"),
         history_check=history.opt("check", "string") if history else None,
         hazard_effects=_effects(top.opt_node("hazard_effects")),
         planned=seeds.get("planned", "integer") if seeds is not None and stopped else None,

@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
             raise Unreadable("not UTF-8 text") from None
         except json.JSONDecodeError as exc:
             raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise Unreadable("nested too deeply to read") from None
+        except ValueError as exc:  # a number longer than Python converts
+            raise Unreadable(str(exc).split(":")[0]) from None
         checked = [{"at": at, **verify_record(record)} for at, record in records(data, args.cell)]
     except (Unreadable, BundleError) as exc:
         print(f"{args.file}: {exc}", file=sys.stderr)

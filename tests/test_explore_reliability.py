@@ -56,6 +56,19 @@ def test_a_deadline_run_without_its_planned_count_names_the_file_and_the_field(t
         reliability(tmp_path)
 
 
+@pytest.mark.parametrize("field", ["hazard", "hazard.name", "hazard.journal"])
+def test_an_exploration_that_does_not_say_its_hazard_and_journal_names_the_file_and_the_field(tmp_path, field):
+    data = _summary("ledger", "server_restart", "postgresql")
+    *parents, last = field.split(".")
+    held = data
+    for key in parents:
+        held = held[key]
+    del held[last]
+    _write(tmp_path, "explore_ledger_pg_server_restart.json", data)
+    with pytest.raises(BadInput, match=rf"explore_ledger_pg_server_restart\.json.*{last}: missing"):
+        reliability(tmp_path)
+
+
 def test_every_committed_exploration_reads_back():
     found = reliability(ROOT / "results" / "reliability")
     assert found.explorations and all(run.systems for run in found.explorations)

@@ -61,6 +61,17 @@ def test_a_result_whose_library_changed_since_its_commit_is_listed_with_the_file
     assert any(line.startswith("explore_ledger_journal_cut.json") and "cannot tell" in line for line in lines)
 
 
+def test_a_result_file_that_cannot_be_read_is_named_unreadable_not_passed_over(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    _history(repo, "interlock/recovery.py", "A = 2\n")
+    (out / "explore_calendar.json").write_text('{"provenance": {"comm')
+    (out / "explore_ledger.json").write_text("[]")
+    lines = report(out, repo)
+    assert "explore_calendar.json  unreadable (not JSON): it no longer says what ran; `make explore` runs it again" in lines
+    assert any(line.startswith("explore_ledger.json  unreadable (a JSON list, not an object)") for line in lines)
+
+
 def test_a_change_to_the_postgresql_journal_stales_only_the_postgresql_results(tmp_path):
     repo, out = tmp_path, tmp_path / "results" / "reliability"
     out.mkdir(parents=True)

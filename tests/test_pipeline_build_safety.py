@@ -20,7 +20,8 @@ import pipeline.published as published_module
 from pipeline.build import build
 from pipeline.chart import Drawing, Series, settle_charts
 from pipeline.load import BadInput
-from pipeline.published import SHA256, published_files, published_runs
+from pipeline.digests import SHA256
+from pipeline.published import published_files, published_runs
 from pipeline.render import render_site
 from site_support import REPO
 
@@ -82,6 +83,17 @@ def test_a_build_refuses_to_replace_a_docs_folder_it_did_not_make(tmp_path, caps
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {notes.parent}: not made by") and "--out" in err[0]
     assert notes.read_text() == "notes\n" and sorted(p.name for p in (tmp_path / "out").iterdir()) == ["docs"]
+
+
+def test_a_build_into_a_file_or_from_a_results_folder_that_is_not_one_says_so_in_one_line(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("mine\n")
+    assert build_module.main([str(GCP), "--out", str(taken)]) == 2
+    assert build_module.main(["--results", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: {taken}: not a folder, so nothing can be built in it; build with --out elsewhere",
+                   f"error: {tmp_path / 'nowhere'}: not a folder of results (scenarios/, reliability/, bench/)"]
+    assert taken.read_text() == "mine\n"
 
 
 def test_a_result_file_named_like_a_published_page_gets_a_page_of_its_own(odd_site):

@@ -75,6 +75,16 @@ def test_project_provenance_is_read_and_labels_stand_ins(tmp_path):
     assert published.published is True and published.summary.startswith("published real-service run")
 
 
+@pytest.mark.parametrize("name", ["gcp_resource.json", "calendar.json"])
+def test_a_run_without_provenance_is_a_real_service_run_only_while_it_holds_the_published_bytes(tmp_path, name):
+    stripped = json.loads((REFERENCE.parent / "scenarios" / name).read_text())
+    del stripped["provenance"]
+    prov = derive(write(tmp_path, stripped, name)).provenance
+    assert not any(service.real for service in prov.services)
+    assert prov.summary.startswith("no provenance and not the published run's bytes")
+    assert all(service.real for service in derive(REFERENCE / name).provenance.services)
+
+
 def test_write_log_counts_a_cut_commit_the_version_listing_cannot_show(tmp_path):
     data = project_gcp()
     data["cells"].append(unversioned_row(data["cells"][4]))

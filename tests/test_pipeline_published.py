@@ -11,7 +11,8 @@ import pytest
 
 from pipeline import compare_published, derive, published_runs
 from pipeline.build import render
-from pipeline.published import PUBLISHED, SHA256, sha256
+from pipeline.digests import SHA256, sha256
+from pipeline.published import PUBLISHED
 
 ROOT = Path(__file__).parents[1]
 NAMES = ("gcp_resource", "calendar")

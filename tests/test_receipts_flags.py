@@ -172,3 +172,30 @@ def test_a_receipt_holds_a_send_open_exactly_when_the_journal_does(kinds):
     for n, kind in enumerate(kinds):
         check.feed(Entry(kind=kind, effect_id="e", seq=n, ts=1.0), True)
     assert check.open is open_send({"kind": kind} for kind in kinds)
+
+
+def _receipts(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "interlock.receipts", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("deep.json", "[" * 100_000, "nested too deeply to read"),
+    ("long.json", '{"a": ' + "9" * 5000 + "}", "Exceeds the limit (4300 digits) for integer string conversion"),
+    ("long.jsonl", '{"a": ' + "9" * 5000 + "}\n", "line 1: Exceeds the limit"),
+])
+def test_json_too_deep_or_a_number_too_long_is_unreadable_input_said_in_one_line(tmp_path, name, content, says):
+    (tmp_path / name).write_text(content)
+    done = _receipts(str(tmp_path / name))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+
+
+def test_control_characters_from_a_file_name_or_its_content_print_escaped_on_one_line(tmp_path):
+    odd = tmp_path / "a\nb.json"
+    odd.write_text("[")
+    service = tmp_path / "service.json"
+    service.write_text(json.dumps({"a\nb\u001b[31m": -1}))
+    for done, shown in ((_receipts(str(odd)), "a\\nb.json: not JSON"),
+                        (_receipts(str(odd), "--service", str(service)), "a\\nb\\x1b[31m: copies must be")):
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and shown in done.stderr, done.stderr
+        assert "\x1b" not in done.stderr

@@ -258,8 +258,9 @@ def test_each_hazard_file_gets_its_own_row_and_section(tmp_path):
         system["violations"]["brand_new_kind"] = {"count": 3, "in_window": 0, "first": []}
     (folder / "explore_calendar_sigstop.json").write_text(json.dumps(data))
     page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "reliability" / "index.html").read_text())
-    assert ">crash (jsonl journal)</th>" in page and ">sigstop (jsonl journal)</th>" in page
-    assert "calendar: sigstop, jsonl journal" in page
+    assert '<a href="#explore_calendar_crash_jsonl">crash (jsonl journal)</a></th>' in page
+    assert '<a href="#explore_calendar_sigstop_jsonl">sigstop (jsonl journal)</a></th>' in page
+    assert '<h4 id="explore_calendar_sigstop_jsonl">calendar: sigstop, jsonl journal' in page
     assert "python -m experiments.explore --check history.jsonl" in page
     assert "interlock: SIGSTOP at before_send: struck (7)" in page
     assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"

@@ -151,7 +151,9 @@ def test_the_reliability_overview_has_a_row_per_hazard_file_and_a_column_per_sys
     for table in tables:
         head = re.findall(r"<th>([^<]+)</th>", table[:table.index("</thead>")])
         assert head[0] == "hazard" and "interlock" in head[1:] and all(" journal)" not in h for h in head), head
-        rows += len(re.findall(r"<tr><th>[^<]+ \((jsonl|postgresql) journal\)</th>", table))
+        linked = re.findall(r'<tr><th><a href="#([a-z0-9_]+)">[^<]+ \((?:jsonl|postgresql) journal\)</a></th>', table)
+        assert all(f'id="{anchor}"' in raw for anchor in linked), linked
+        rows += len(linked)
     assert rows == len(files)
 
 

@@ -44,6 +44,7 @@ class Standing:
     changed: tuple[str, ...] | None
     command: str | None
     seconds: float | None
+    unreadable: str | None = None  # why the file could not be read as a result, when it could not
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
@@ -54,7 +55,7 @@ def standings(out: Path, repo: Path) -> list[Standing]:
     on_postgresql = {result_name(scenario, name, "postgresql") for name in HAZARDS for scenario in ALL} | {TAMPER}
     scenario_runs = sorted((out.parent / SCENARIOS).glob("*.json"))
     for path in [*sorted(out.glob("explore_*.json")), *out.glob(TAMPER), *scenario_runs]:
-        stored = _stored(path)
+        stored, unreadable = _stored(path)
         provenance = stored.get("provenance")
         if not isinstance(provenance, dict):
             provenance = {}
@@ -70,17 +71,19 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
         seconds = stored.get("seconds")
         took = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
-        found.append(Standing(name, commit, moved, _command(stored, provenance), took))
+        found.append(Standing(name, commit, moved, _command(stored, provenance), took, unreadable))
     return found
 
 
-def _stored(path: Path) -> dict[str, Any]:
-    """The file's top-level object; empty when the file cannot be read or holds something else."""
+def _stored(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The file's top-level object, or an empty one and why, when the file cannot be read or holds something else."""
     try:
         stored = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return stored if isinstance(stored, dict) else {}
+    except OSError as exc:
+        return {}, exc.strerror or str(exc)
+    except (ValueError, RecursionError):
+        return {}, "not JSON"
+    return (stored, None) if isinstance(stored, dict) else ({}, f"a JSON {type(stored).__name__}, not an object")
 
 
 def _command(stored: dict[str, Any], provenance: dict[str, Any]) -> str | None:
@@ -116,6 +119,10 @@ def report(out: Path, repo: Path) -> list[str]:
     found = standings(out, repo)
     for standing in found:
         commit = (standing.commit or "no commit")[:8]
+        if standing.unreadable is not None:
+            lines.append(f"{standing.name}  unreadable ({standing.unreadable}): it no longer says what ran; "
+                         "`make explore` runs it again")
+            continue
         if standing.changed is None:
             state = "cannot tell (the commit is not in this clone)"
         elif not standing.changed:

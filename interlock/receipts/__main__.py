@@ -38,6 +38,7 @@ from ._pg import DatabaseUnreadable, stored_lines
 KEPT = 10_000  # effects whose running checks a journal's check holds in memory; the others wait on disk
 _COMPACT = json.JSONEncoder(default=str)
 _format = msgspec.json.format
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _INDENTED = json.JSONEncoder(indent=2, default=str)
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]|\[\"([^\"]+)\"\]")
 EXPORTED = ("one effect's export: the journal-wide chain does not hold, as it does not for an effect's entries taken "
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         service = _service(Path(args.service)) if args.service else None
     except Unreadable as exc:
-        print(f"{args.service}: {exc}", file=sys.stderr)
+        print(_one_line(f"{args.service}: {exc}"), file=sys.stderr)
         return 2
     if args.public_key is not None and not _is_public_key(args.public_key):
         print(f"--public-key: {args.public_key!r} is not a hex Ed25519 public key (64 hex digits)", file=sys.stderr)
@@ -88,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             result, effects = _checked(args, service, scratch)
             _write(result, effects)
         except Refused as exc:
-            print(exc, file=sys.stderr)
+            print(_one_line(str(exc)), file=sys.stderr)
             return 2
         except (Unreadable, BundleError, JournalCorrupt, SpillFailed, DatabaseUnreadable) as exc:
-            print(f"{where}: {exc}", file=sys.stderr)
+            print(_one_line(f"{where}: {exc}"), file=sys.stderr)
             return 2
     return 0 if result["valid"] and not result["held_twice"] else 1
 
@@ -131,6 +132,17 @@ def _checkpoint_file(args: argparse.Namespace, database: bool) -> str | None:
     if not Path(default).is_file():
         raise Refused(f"{default}: not found; a journal's signature is on its checkpoints: give --checkpoint")
     return default
+
+
+def _one_line(text: str) -> str:
+    """A message for one terminal line: each control character in it (from a file name or a file's content) shown
+    as its escape, so none moves the cursor or colours the terminal."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+
+
+def _unparsable(exc: ValueError | RecursionError) -> str:
+    """Why a JSON text that no JSON error names could not be read: nested too deeply, or a number too long."""
+    return "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc).split(":")[0]
 
 
 def _is_public_key(text: str) -> bool:
@@ -214,7 +226,7 @@ def _is_entry(line: bytes) -> bool:
     """Whether a first line (as far as `SNIFFED` bytes go) is a journal's entry."""
     try:
         first = json.loads(line[:SNIFFED])
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(first, dict) and ENTRY_FIELDS <= first.keys()
 
@@ -239,6 +251,8 @@ def _content(opened: Opened) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise Unreadable(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(_unparsable(exc)) from None
 
 
 def _journal_entries(lines: Iterable[bytes]) -> list[Any]:
@@ -255,6 +269,8 @@ def _journal_entries(lines: Iterable[bytes]) -> list[Any]:
                 raise Unreadable(f"line {number}: not UTF-8 text") from None
             except json.JSONDecodeError as exc:
                 raise Unreadable(f"line {number}: not JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:
+                raise Unreadable(f"line {number}: {_unparsable(exc)}") from None
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
     return data
@@ -336,6 +352,8 @@ def _last_checkpoint(path: Path) -> dict[str, Any]:
             lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, ValueError, Unreadable) as exc:
         raise Unreadable(f"checkpoint file {path}: {exc}") from None
+    except RecursionError as exc:
+        raise Unreadable(f"checkpoint file {path}: {_unparsable(exc)}") from None
     if not lines:
         raise Unreadable(f"checkpoint file {path}: empty")
     if not isinstance(lines[-1], dict):
