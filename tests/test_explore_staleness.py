@@ -11,8 +11,10 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from experiments.explore.__main__ import main, parse_args
-from experiments.explore.staleness import RERUN, not_run, report
+from experiments.explore.staleness import NO_RUN_READS, RERUN, not_run, report
 
 
 def _git(repo, *args):
@@ -104,6 +106,35 @@ def test_a_change_to_this_listing_alone_leaves_every_result_standing(tmp_path):
     _result(out, "explore_ledger.json", first)
     assert report(out, repo) == [f"explore_ledger.json  {first[:8]}  up to date"] + [
         f"not run: {name}" for name in not_run(out)]
+
+
+@pytest.mark.parametrize("path", ["interlock/receipts/__main__.py", "interlock/receipts/_pg.py"])
+def test_a_change_to_the_receipts_command_line_alone_leaves_every_result_standing(tmp_path, path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, path, "A = 2\n")
+    _result(out, "explore_ledger.json", first)
+    assert f"explore_ledger.json  {first[:8]}  up to date" in report(out, repo)
+
+
+def test_no_run_reaches_the_code_the_listing_passes_over():
+    """What makes the receipts command line safe to pass over: no module of the library or the experiments imports
+    it, and none holds a string that would start it as a command (its docstrings may name it)."""
+    root = Path(__file__).resolve().parents[1]
+    passed_over = {root / path for path in NO_RUN_READS}
+    for source in [*root.glob("experiments/**/*.py"), *root.glob("interlock/**/*.py")]:
+        if source in passed_over:
+            continue
+        tree = ast.parse(source.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                named = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module or ""]
+                assert not any(n.endswith(("receipts.__main__", "receipts._pg")) or n == "_pg" for n in named), source
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                assert node.value != "interlock.receipts" and "-m interlock.receipts" not in node.value, source
 
 
 _PLAIN = '''"""A harness module."""

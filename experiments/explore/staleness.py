@@ -27,7 +27,9 @@ from typing import Any
 from experiments.explore.hazards import ALL, HAZARDS, result_name
 
 CODE = ("interlock", "experiments")  # what decides a run's outcome; results/, bench/, site/ and pipeline/ do not
-NO_RUN_READS = ("experiments/explore/staleness.py",)  # this listing: no run's outcome depends on it
+# Code no run reaches: this listing, and the receipts command line with the PostgreSQL reading only it imports (runs
+# import `interlock.receipts`, whose package never imports them, and start no `python -m interlock.receipts`)
+NO_RUN_READS = ("experiments/explore/staleness.py", "interlock/receipts/__main__.py", "interlock/receipts/_pg.py")
 SHARED_JOURNAL_ONLY = "interlock/pg/"  # code only the runs on the PostgreSQL journal reach
 TAMPER = "tamper.json"  # its corpus includes journals written by the PostgreSQL backend
 SCENARIOS = "scenarios"  # beside the reliability folder: the scenario runs, on the journal each file names
