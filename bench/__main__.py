@@ -23,6 +23,9 @@ OUT = Path(__file__).resolve().parents[1] / "results" / "bench"
 def main(names: list[str]) -> int:
     """Run the named benchmarks (all when none are named), print and store their numbers."""
     available = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    if {"-h", "--help"} & set(names):
+        print(f"usage: python -m bench [NAME ...]\n\n{__doc__}\nbenchmarks: {', '.join(available)}")
+        return 0
     unknown = sorted(set(names) - set(available))
     if unknown:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)

@@ -30,6 +30,9 @@ def judge_file(path: str) -> Scenario | Exploration:
         shipped(where)
     if top.has("violation_kinds"):
         return explored(top, Path(path), path)
+    if not top.has("cells"):  # a tamper corpus or a benchmark file: `make results` reads those, there is no verdict
+        raise BadInput(top.file, "cells", "missing: not a scenario run (cells) nor an exploration (violation_kinds), "
+                                          "the files this command re-judges")
     return judged(top, path)
 
 

@@ -3,6 +3,10 @@ every one until it ends, so no benchmark's clean-up falls on the next one's figu
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from bench._scratch import kept_to_the_end, scratch
 
 
@@ -34,3 +38,10 @@ def test_a_bench_run_that_fails_still_removes_its_scratch_folders():
     except RuntimeError:
         pass
     assert not folder.exists()
+
+
+def test_the_bench_command_answers_help_with_its_benchmarks_and_runs_none():
+    done = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m bench [NAME ...]")
+    assert "benchmarks: append_phases, gate," in done.stdout

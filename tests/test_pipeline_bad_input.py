@@ -343,3 +343,11 @@ def test_an_unpaired_surrogate_escape_is_not_text_and_is_one_line(tmp_path):
 def test_a_surrogate_pair_escape_is_text_and_is_judged(tmp_path):
     path = text_copy(tmp_path, "gcp_resource.json", lambda d: d["cells"][0].update(note="@@"), '"\\ud83d\\ude00"')
     assert judge(path).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["reliability/tamper.json", "bench/gate.json"])
+def test_judging_a_file_that_holds_no_verdict_says_which_files_it_judges(name):
+    result = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(ROOT / "results" / name)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "cells: missing: not a scenario run (cells) nor an exploration (violation_kinds)" in result.stderr
