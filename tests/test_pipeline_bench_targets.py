@@ -64,9 +64,9 @@ def test_the_methodology_page_counts_every_target_met_with_the_cores_and_flags_a
     _bench(folder, "pg", {"postgresql_vs_jsonl_1_workers": against(0.64, ">=", 0.5)})
     page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
     assert "1 of 2 targets met in the committed runs, measured on a machine with 2 cores" in page
-    assert "jsonl scaling 16 workers (×)</td><td data-label=\"measured\">0.94×</td>" in page
+    assert "jsonl scaling 16 workers (×)</td> <td data-label=\"measured\">0.94×</td>" in page
     assert "<td data-label=\"met\">no (the file says yes)</td>" in page
-    assert "<td data-label=\"target\">at least 0.5×</td><td data-label=\"met\">yes</td>" in page
+    assert "<td data-label=\"target\">at least 0.5×</td> <td data-label=\"met\">yes</td>" in page
 
 
 def test_a_target_measured_over_rounds_shows_each_round_and_how_many_met_it_when_they_split(tmp_path):
@@ -78,8 +78,8 @@ def test_a_target_measured_over_rounds_shows_each_round_and_how_many_met_it_when
     assert (scaling.rounds, scaling.rounds_met, scaling.split) == ((1.13, 1.58, 1.25), 1, True)
     assert (verify.rounds_met, verify.split) == (2, False)
     page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
-    assert ("<td data-label=\"each round\">1.13, 1.58, 1.25×</td><td data-label=\"nothing shared\"></td>"
-            "<td data-label=\"target\">at least 1.5×</td>"
+    assert ("<td data-label=\"each round\">1.13, 1.58, 1.25×</td> <td data-label=\"nothing shared\"></td> "
+            "<td data-label=\"target\">at least 1.5×</td> "
             "<td data-label=\"met\">no (1 of 3 rounds met it)</td>") in page
     assert "<td data-label=\"each round\">410,000, 430,000 per CPU s</td>" in page
     assert "(2 of 2 rounds met it)" not in page
@@ -124,9 +124,9 @@ def test_a_target_measured_with_nothing_shared_too_shows_that_figure_beside_it(t
     assert scaling.nothing_shared == ("postgresql_scaling_16_workers_own_databases", 1.27)
     assert (scaling.unshared, single.unshared) == ("1.27× (own databases)", "")
     page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "methodology" / "index.html").read_text())
-    assert ("<td data-label=\"each round\">1.16, 1.33, 1.11×</td><td data-label=\"nothing shared\">1.27× (own "
-            "databases)</td><td data-label=\"target\">at least 1.5×</td>") in page
-    assert "<td data-label=\"nothing shared\"></td><td data-label=\"target\">at least 0.5×</td>" in page
+    assert ("<td data-label=\"each round\">1.16, 1.33, 1.11×</td> <td data-label=\"nothing shared\">1.27× (own "
+            "databases)</td> <td data-label=\"target\">at least 1.5×</td>") in page
+    assert "<td data-label=\"nothing shared\"></td> <td data-label=\"target\">at least 0.5×</td>" in page
 
 
 @pytest.mark.parametrize("figures, problem", [({}, "names 'scaling_own', a figure the file does not hold"),

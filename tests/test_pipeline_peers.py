@@ -134,7 +134,7 @@ def test_the_cell_page_shows_the_peer_record_escaped(tmp_path):
     docs = tmp_path / "docs"
     render_site([derive(path)], {}, docs)
     page = (docs / "scenarios" / "gcp_resource" / "cells.md").read_text()
-    assert "<th>step send&#95;write output</th>" in page and "<th>workflow status</th><td>SUCCESS</td>" in page
+    assert "<th>step send&#95;write output</th>" in page and "<th>workflow status</th> <td>SUCCESS</td>" in page
     assert "<script>" not in page and "&#60;script&#62;alert(1)&#60;/script&#62;" in page
 
 

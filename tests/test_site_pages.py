@@ -111,7 +111,7 @@ def test_the_limits_name_each_service_by_its_role_in_words():
 def test_an_explicit_null_check_reads_as_a_send_made_with_no_check_on_the_cells_page():
     for cells in sorted(project_site().glob("scenarios/*/cells/index.html")):
         raw = html.unescape(cells.read_text(encoding="utf-8"))
-        rows = re.findall(r"<th>checks</th><td>(.*?)</td>", raw, re.S)
+        rows = re.findall(r"<th>checks</th> <td>(.*?)</td>", raw, re.S)
         assert rows, cells
         assert not [row for row in rows if re.search(r"(^|<br ?/?>)null($|<br)", row)], cells
 
