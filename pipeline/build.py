@@ -94,6 +94,7 @@ class Rendered:
     recounts: list[Disagreement]
     targets: list[str]
     nav: list[dict[str, Any]]
+    unrecounted: tuple[str, ...] = ()  # explorations with no history beside them: their stored counts are shown
 
 
 def render(files: Sequence[Path], docs: Path, drawing: Drawing | None = None, results: Path = RESULTS) -> Rendered:
@@ -106,7 +107,8 @@ def render(files: Sequence[Path], docs: Path, drawing: Drawing | None = None, re
     benched = benchmarks(results / "bench", _shown(results / "bench"))
     nav = render_site(scenarios, published, docs, explored, benched, drawing)
     return Rendered(scenarios + [figures["scenario"] for figures in published.values()], explored.disagreements(),
-                    [line for bench in benched for line in bench.disagreements()], nav)
+                    [line for bench in benched for line in bench.disagreements()], nav,
+                    tuple(run.source for run in explored.explorations if run.recounted is None))
 
 
 def _made(out: Path) -> set[str]:
@@ -200,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
     for line in rendered.targets:
         print(f"disagreement: {printable(line)}", file=sys.stderr)
+    for source in rendered.unrecounted:
+        print(f"not counted again: {printable(source)} has no history beside it; its page shows the counts it stores",
+              file=sys.stderr)
     published = len(rendered.scenarios) - len(files)
     print(f"site built in {_shown(site)}/ from {len(files)} result file(s) and {published} published run(s), "
           f"re-judged; {len(found)} stored verdict(s) disagree with the derived ones, {len(rendered.recounts)} "

@@ -96,6 +96,16 @@ def test_a_build_into_a_file_or_from_a_results_folder_that_is_not_one_says_so_in
     assert taken.read_text() == "mine\n"
 
 
+def test_a_build_says_which_explorations_it_could_not_count_again(tmp_path, capsys):
+    (tmp_path / "results" / "reliability").mkdir(parents=True)
+    source = REPO / "results" / "reliability" / "explore_ledger.json"
+    (tmp_path / "results" / "reliability" / "explore_ledger.json").write_bytes(source.read_bytes())
+    assert build_module.main(["--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"not counted again: {tmp_path / 'results' / 'reliability' / 'explore_ledger.json'} has no "
+                   "history beside it; its page shows the counts it stores"]
+
+
 def test_a_result_file_named_like_a_published_page_gets_a_page_of_its_own(odd_site):
     scenarios = odd_site / "scenarios"
     published = html.unescape((scenarios / "published-calendar" / "index.html").read_text(encoding="utf-8"))

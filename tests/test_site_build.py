@@ -261,6 +261,7 @@ def test_each_hazard_file_gets_its_own_row_and_section(tmp_path):
     assert '<a href="#explore_calendar_crash_jsonl">crash (jsonl journal)</a></th>' in page
     assert '<a href="#explore_calendar_sigstop_jsonl">sigstop (jsonl journal)</a></th>' in page
     assert '<h4 id="explore_calendar_sigstop_jsonl">calendar: sigstop, jsonl journal' in page
+    assert "as it is for 0 of the 2 files here (each section says which)" in page  # neither has its history
     assert "python -m experiments.explore --check history.jsonl" in page
     assert "interlock: SIGSTOP at before_send: struck (7)" in page
     assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"
