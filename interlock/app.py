@@ -401,7 +401,7 @@ class Interlock:
 
         `key` names the request, so a retried call is the same effect; `name` (default: the function's
         qualified name) is the stable action name recovery finds its effects by: two actions with one name are
-        an error. `lease` returns whether the authority is live (or a `Lease`). `facts` read each premise now;
+        an error. `lease` returns whether the authority is live, True or False (or a `Lease`). `facts` read each premise now;
         `expect` pins some of them. `tier`: 1 when the service dedupes on the effect id, 2 when `lookup` can find
         the effect (the default with a lookup), 3 otherwise. `fences` names what the service refuses on its own
         (`DEDUPE`, `LEASE`, or facts each request preconditions on), and `in_flight=SECONDS` the longest a request
