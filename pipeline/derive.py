@@ -196,7 +196,7 @@ def _provenance(top: Node, scenario: str, path: str | Path) -> Provenance:
                           for s in listed)
     return Provenance(
         published=False, generated=generated, script=node.opt("script", "string"), services=tuple(listed),
-        summary=f"project run generated {generated}; {described}", decider=node.value.get("decider"),
+        summary=f"project run generated {generated}; {described}", decider=node.opt("decider", "string"),
         versions=node.opt("versions", "object", {}), commit=commit_said(node),
         claim=node.opt("claim", "object", {}), extra=extra, peers=node.opt("peers", "object", {}),
         load=load_said(node), cores=cores_said(node),

@@ -86,6 +86,8 @@ def judge_gcp(cell: Node, fault: Fault) -> GroundTruth:
 def _when(moment: Node) -> datetime:
     """An event start or end: an RFC 3339 dateTime, which carries its UTC offset, or an all-day date (UTC)."""
     all_day = not moment.has("dateTime")
+    if all_day and not moment.has("date"):
+        raise moment.bad("missing: neither dateTime nor date")
     node = moment.at("date" if all_day else "dateTime")
     text = node.expect("string")
     try:

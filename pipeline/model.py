@@ -39,7 +39,7 @@ class Provenance:
     generated: str
     script: str | None
     services: tuple[Service, ...]
-    decider: Any = None  # as stored (a model name or a description of the scripted decider)
+    decider: str | None = None  # as stored (a model name or a description of the scripted decider)
     versions: Mapping[str, Any] = field(default_factory=dict)
     commit: str | None = None
     claim: Mapping[str, Any] = field(default_factory=dict)

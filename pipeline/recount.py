@@ -70,15 +70,35 @@ class Counted:
                               window))
 
 
+@dataclass
+class Tally:
+    """How one system's runs of one kind of schedule ended: no rule broken, or one broken outside or inside the
+    check-to-send window."""
+
+    schedules: int = 0
+    held: int = 0
+    violated: int = 0
+    violated_in_window: int = 0
+
+    def add(self, found: list[Broken], window: bool) -> None:
+        """Count one run."""
+        self.schedules += 1
+        self.held += not found
+        self.violated += bool(found) and not window
+        self.violated_in_window += bool(found) and window
+
+
 @dataclass(frozen=True)
 class Recount:
-    """Every system's counts, what the hazard did (aspect -> "system: what" -> runs), and the runs the harness
-    played twice as (seed, system, replay, first failure)."""
+    """Every system's counts, what the hazard did (aspect -> "system: what" -> runs), the runs the harness
+    played twice as (seed, system, replay, first failure), and, where the service's fence is drawn per schedule,
+    each system's runs by that fence (fence -> system -> tally)."""
 
     history: str
     systems: dict[str, Counted]
     hazard_effects: dict[str, dict[str, int]]
     retried: tuple[tuple[int, str, str, str], ...]
+    fences: dict[str, dict[str, Tally]] = field(default_factory=dict)
 
 
 def history_of(summary: Path) -> Path:
@@ -90,10 +110,15 @@ def recount(history: Path, shown: str) -> Recount:
     """Count every row of a stored history."""
     systems: dict[str, Counted] = {}
     effects: dict[str, Counter[str]] = {}
+    fences: dict[str, dict[str, Tally]] = {}
     retried = []
     for row in rows(history, shown):
         system = row.get("system", "string")
-        systems.setdefault(system, Counted()).add(row, broken(row), in_window(row))
+        found, window = broken(row), in_window(row)
+        systems.setdefault(system, Counted()).add(row, found, window)
+        fence = row.at("schedule").opt("fence", "string")
+        if fence is not None:
+            fences.setdefault(fence, {}).setdefault(system, Tally()).add(found, window)
         for aspect, said in hazard_effects(row):
             effects.setdefault(aspect, Counter())[f"{system}: {said}"] += 1
         failure = row.opt("harness_retried", "string")
@@ -102,7 +127,7 @@ def recount(history: Path, shown: str) -> Recount:
     if not systems:
         raise BadInput(shown, "$", "holds no rows: a history counts every run of its exploration")
     return Recount(shown, systems, {aspect: dict(sorted(said.items())) for aspect, said in sorted(effects.items())},
-                   tuple(retried))
+                   tuple(retried), {fence: fences[fence] for fence in sorted(fences)})
 
 
 def in_window(row: Node) -> bool:

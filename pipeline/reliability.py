@@ -14,7 +14,7 @@ from .commits import moved_to
 from .load import Node, read
 from .machine import cores_said, load_said
 from .model import Disagreement
-from .recount import Counted, Recount, history_of, recount
+from .recount import Counted, Recount, Tally, history_of, recount
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,8 @@ class Exploration:
     retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
     run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
     recounted: str | None = None  # the history the judge counted the figures from; None: the stored ones are shown
+    # where the service's fence is drawn per schedule: per fence (in words), each system's tally, in system order
+    fences: tuple[tuple[str, tuple[tuple[str, Tally], ...]], ...] = ()
     disagreements: tuple[Disagreement, ...] = ()  # stored counts that differ from the judge's
 
     @property
@@ -250,7 +252,24 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
     return replace(run, systems=_counted_systems(run, counted), retried=tuple(Retried(*r) for r in counted.retried),
                    hazard_effects=tuple((aspect, tuple(said.items())) for aspect, said in
                                         counted.hazard_effects.items()),
-                   recounted=counted.history, disagreements=_differences(run, counted))
+                   recounted=counted.history, disagreements=_differences(run, counted),
+                   fences=_by_fence(run, counted))
+
+
+# The fences a schedule of the ledger draws, in words and in the order the page lists them.
+FENCES = {"none": "no fence", "epoch": "the claim epoch",
+          "version": "the decided version", "dedupe": "a dedupe on the effect id"}
+
+
+def _by_fence(run: Exploration, counted: Recount) -> tuple[tuple[str, tuple[tuple[str, Tally], ...]], ...]:
+    """Each system's runs by the fence its schedules drew, in the file's order of systems; empty where the
+    schedules draw none."""
+    drawn = {name for tallies in counted.fences.values() for name in tallies}
+    names = [name for name in dict.fromkeys([*(s.system for s in run.systems), *counted.systems]) if name in drawn]
+    order = sorted(counted.fences, key=lambda fence: (list(FENCES).index(fence) if fence in FENCES else len(FENCES),
+                                                       fence))
+    return tuple((FENCES.get(fence, fence), tuple((name, counted.fences[fence].get(name, Tally())) for name in names))
+                 for fence in order)
 
 
 def _differences(stored: Exploration, counted: Recount) -> tuple[Disagreement, ...]:

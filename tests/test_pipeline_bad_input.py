@@ -149,6 +149,14 @@ def test_a_calendar_time_without_a_utc_offset_is_not_rfc_3339(tmp_path, cell, ev
                                  "RFC 3339 time: '2026-10-13T22:53:00' has no UTC offset")
 
 
+def test_a_calendar_time_with_neither_a_time_nor_a_date_names_both(tmp_path):
+    def damage(data):
+        del data["cells"][12]["ground_truth"]["events_list"][1]["start"]["dateTime"]
+    path = broken_copy(tmp_path, "calendar.json", damage)
+    assert_one_line(judge(path), f"{path}: cells[12].ground_truth.events_list[1].start: missing: neither dateTime "
+                                 "nor date")
+
+
 def test_a_journal_entry_whose_kind_is_a_list_fails_its_receipt_not_the_run(tmp_path):
     def damage(data):
         for entry in data["cells"][2]["evidence"]["receipt_bundle"]["entries"]:
@@ -206,6 +214,12 @@ def test_a_crash_marker_after_the_restart_settled_is_a_negative_duration(tmp_pat
     assert_one_line(judge(path), f"{path}: cells[0].artifacts.crashed_at: 1789338999.0 is after "
                                  'cells[0].artifacts["outcome_restart.json"].settled_at (1789338914.6910012): a '
                                  "negative duration")
+
+
+def test_a_decider_that_is_not_text_is_bad_input_naming_it(tmp_path):
+    path = broken_copy(tmp_path, "calendar.json", lambda d: d["provenance"].update(decider={"model": "x"}),
+                       ROOT / "results" / "scenarios")
+    assert_one_line(judge(path), f"{path}: provenance.decider: expected string, got object")
 
 
 def test_a_stored_figure_that_is_negative_is_bad_input(tmp_path):

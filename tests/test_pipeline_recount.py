@@ -272,3 +272,18 @@ def test_judging_a_missing_file_in_the_published_folder_is_one_line():
 def test_a_history_time_read_in_milliseconds_is_bad_input_naming_the_line_and_field():
     with pytest.raises(BadInput, match=r"history line 1: acted_at: not a time between 2000-01-01 and 2100-01-01"):
         broken(_row(acted_at=T * 1000))
+
+
+def test_each_systems_runs_are_tallied_by_the_fence_its_schedules_drew_and_add_up_to_its_counts():
+    explorations = reliability(COMMITTED).explorations
+    fenced = [run for run in explorations if run.fences]
+    assert fenced and {run.scenario for run in fenced} == {"ledger"}
+    for run in fenced:
+        assert [fence for fence, _ in run.fences] == ["no fence", "the claim epoch", "the decided version",
+                                                      "a dedupe on the effect id"]
+        for system in run.systems:
+            tallies = [t for _, per in run.fences for name, t in per if name == system.system]
+            assert sum(t.schedules for t in tallies) == system.schedules
+            assert sum(t.held for t in tallies) == system.held
+            assert sum(t.violated for t in tallies) == system.violated
+            assert sum(t.violated_in_window for t in tallies) == system.violated_in_window

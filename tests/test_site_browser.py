@@ -321,3 +321,18 @@ def test_a_target_card_on_a_phone_leaves_out_a_line_only_where_its_target_has_no
     assert {text != "" for text, _ in shown[390]} == {True, False}  # the committed targets have both kinds
     assert all((display == "none") == (text == "") for text, display in shown[390])
     assert all(display == "table-cell" for _, display in shown[1280])
+
+
+_CUT_TOC_ENTRIES = """() => [...document.querySelectorAll('.md-nav--secondary .md-ellipsis')]
+  .filter(entry => entry.getClientRects().length && entry.scrollWidth > entry.clientWidth)
+  .map(entry => entry.textContent.trim())"""
+
+
+def test_no_table_of_contents_entry_is_cut_short_on_a_laptop(visit, site):
+    page, base, _ = visit
+    page.set_viewport_size({"width": 1400, "height": 900})
+    paths = [f"{p.parent.relative_to(site).as_posix()}/" for p in sorted(site.glob("**/cells/index.html"))]
+    assert paths
+    for path in paths:
+        page.goto(base + path, wait_until="load")
+        assert page.evaluate(_CUT_TOC_ENTRIES) == [], path

@@ -167,3 +167,15 @@ def test_the_calendar_limits_time_settling_between_the_points_the_pipeline_measu
     limits = _section(_text(project_site() / "scenarios" / "calendar" / "index.html"), "Limits")
     assert any("to the restart worker's exit" in basis for basis in bases)
     assert "restart worker's exit" in limits and "recorded its result" not in limits
+
+
+def test_the_published_comparison_numbers_its_differences_down_the_page_in_one_style():
+    pages = [page.parent / "published" / "index.html" for page in _scenario_pages()]
+    assert [page for page in pages if page.is_file()]
+    for page in filter(Path.is_file, pages):
+        table = page.read_text(encoding="utf-8").split('<ol class="interlock-differences">')[0]
+        links = re.findall(r'<a href="#difference-(\d+)">([^<]*)</a>', table)
+        assert links, page
+        numbers = list(dict.fromkeys(int(n) for n, _ in links))
+        assert numbers == list(range(1, len(numbers) + 1)), page
+        assert [text for n, text in links if not re.fullmatch(rf"(value differs|scored differently) \({n}\)", text)] == []

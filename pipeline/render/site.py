@@ -191,15 +191,29 @@ def _comparison_columns(run: Run) -> list[str]:
     return sorted(COLUMNS, key=lambda column: (-counts[column], COLUMNS.index(column)))
 
 
-def _comparison_rows(run: Run, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per cell of either run, each column marked where the pipeline found a difference."""
-    notes = {(d.fault, d.system, d.column): index for index, d in enumerate(run.differences, 1)}
-    kinds = {(d.fault, d.system, d.column): d.kind for d in run.differences}
+def _comparison_keys(run: Run) -> list[tuple[str, str]]:
+    """The compared cells in the table's order: the published run's, then those only this run has."""
+    published = [(c["fault"], c["system"]) for c in (run.published or {}).get("cells", [])]
+    return published + [(c.fault, c.system) for c in run.scenario.cells if (c.fault, c.system) not in published]
+
+
+def _reading_order(run: Run, columns: Sequence[str]) -> list[Difference]:
+    """The differences in the order the table shows them, row by row and column by column (a whole cell that only
+    one run has first in its row), so that their numbers count up down the page."""
+    rows = {key: n for n, key in enumerate(_comparison_keys(run))}
+    places = {"cell": -1, **{column: n for n, column in enumerate(columns)}}
+    return sorted(run.differences, key=lambda d: (rows.get((d.fault, d.system), len(rows)),
+                                                  places.get(d.column, len(places))))
+
+
+def _comparison_rows(run: Run, columns: Sequence[str], differences: Sequence[Difference]) -> list[dict[str, Any]]:
+    """One row per cell of either run, each column marked where the pipeline found a difference, with the number
+    it has in `differences`."""
+    notes = {(d.fault, d.system, d.column): index for index, d in enumerate(differences, 1)}
+    kinds = {(d.fault, d.system, d.column): d.kind for d in differences}
     published_cells = {(c["fault"], c["system"]): c for c in (run.published or {}).get("cells", [])}
-    keys = list(published_cells) + [(c.fault, c.system) for c in run.scenario.cells
-                                    if (c.fault, c.system) not in published_cells]
     rows = []
-    for fault, system in keys:
+    for fault, system in _comparison_keys(run):
         theirs = published_cells.get((fault, system), {})
         cell = run.scenario.cell(fault, system)
         ours = cell.as_json() if cell else {}
@@ -256,8 +270,9 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     _page(env, "cells.md.j2", folder / "cells.md", **context)
     if run.published:
         columns = _comparison_columns(run)
+        differences = _reading_order(run, columns)
         _page(env, "published.md.j2", folder / "published.md", published=run.published, columns=columns,
-              rows=_comparison_rows(run, columns), differences=run.differences,
+              rows=_comparison_rows(run, columns, differences), differences=differences,
               disagreements=run.published.get("disagreements"), **context)
     for cell in scenario.cells:
         raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
