@@ -83,10 +83,13 @@ class Status(str, enum.Enum):
 class Outcome:
     """What the gate reports for one effect.
 
-    `evidence` is what the service answered (or what a lookup found); `rechecked` the last check of lease and
-    premises; `error` the type and message of an exception raised by the send, journaled with it; `decide_at`
+    `evidence` is what the service answered (or what a lookup found): on the call that sent, the value itself; on
+    a later call that reads it back from the journal (DUPLICATE_IGNORED, a recovery), the journaled form, in which
+    a value JSON cannot hold (a datetime, bytes) stands as `{"python_repr": ...}`. `rechecked` the last check of
+    lease and premises; `error` the type and message of an exception raised by the send, journaled with it; `decide_at`
     (epoch seconds), for IN_FLIGHT, when a request that may still land can no longer land, so recovery can decide;
-    `reason`, for a refusal, why, as journaled with it (the facts that moved, the service's answer).
+    `reason`, for a refusal, why, as journaled with it: a list of the facts that moved (each a line of text) for a
+    premise that moved, else one text (the lease not live, the service's answer, the error the send raised).
     """
 
     status: Status
