@@ -179,3 +179,19 @@ def test_the_receipts_command_calls_a_last_line_no_crash_could_leave_invalid(tmp
     assert any("has no newline and is not the start of an entry" in p for p in json.loads(verdict.stdout)["problems"])
     with pytest.raises(JournalCorrupt, match="not the start of an entry"):
         Journal(path)
+
+
+@pytest.mark.parametrize("where", ["between two entries", "at the end"])
+def test_a_blank_line_the_library_refuses_the_receipts_command_calls_invalid(tmp_path, where):
+    path, _ = gated_journal(tmp_path, 2)
+    raw = path.read_bytes()
+    at = line_starts(raw)[3] if where == "between two entries" else len(raw)
+    path.write_bytes(raw[:at] + b"\n" + raw[at:])
+    with pytest.raises(JournalCorrupt, match="not a JSON line"):
+        Journal(path)
+    verdict = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert verdict.returncode == 1, verdict.stderr
+    line = 4 if where == "between two entries" else 9
+    assert json.loads(verdict.stdout)["problems"] == [
+        f"line {line}: blank: the library refuses to open a journal with a blank line"]

@@ -276,14 +276,25 @@ def _journal_entries(lines: Iterable[bytes]) -> list[Any]:
     return data
 
 
+def _not_blank(lines: Iterable[bytes], blank: list[int]) -> Iterator[bytes]:
+    """The lines that hold anything, so the chain is checked over the entries there are; the number of each blank
+    one (from 1) is noted in `blank`."""
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            yield line
+        else:
+            blank.append(number)
+
+
 def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
     """Verify a journal file in one streamed pass through `check`, then say what the library would do on opening
     it: set aside a torn last line, and refuse a journal cut back behind its witness. Returns the verdict and the
     receipts to print after it."""
     stream = opened.stream
+    blank: list[int] = []
     try:
         with collector_paused():
-            check.scan(filter(bytes.strip, opened.lines))
+            check.scan(_not_blank(opened.lines, blank))
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
     if check.checkpoint is None and check.effects == 1 and check.chain:
@@ -292,6 +303,11 @@ def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
         result, effects = check.summary(), check.receipts()
         if any(problem.endswith(": not an object") for problem in result["problems"]):
             _journal_entries(JournalLines(stream.path, stream.archive))  # names the first line that is not JSON
+    if blank:
+        more = f" (and {len(blank) - 1} more)" if len(blank) > 1 else ""
+        result["problems"].append(f"line {blank[0]}: blank{more}: the library refuses to open a journal with a blank "
+                                  "line")
+        result["valid"] = False
     result["torn_tail"] = stream.torn.decode("utf-8", "replace") or None
     if stream.torn and not cut_short(stream.torn):
         result["problems"].append(f"line {stream.lines + 1}: has no newline and is not the start of an entry, so no "
