@@ -87,7 +87,7 @@ def test_a_run_the_harness_played_twice_is_named_on_the_page_with_its_failure_es
     assert [(r.seed, r.system) for r in run.retried] == [(7, "interlock")]
     docs = tmp_path / "docs"
     render_site([], {}, docs, found)
-    page = (docs / "reliability.md").read_text()
+    page = (docs / "reliability" / "ledger.md").read_text()
     assert "The harness itself failed 1 run of this file" in page and "seed 7 (interlock)" in page
     assert "<script>" not in page
 
@@ -111,7 +111,7 @@ def test_each_exploration_names_the_commit_and_claims_it_ran_with_and_escapes_wh
     found = reliability(tmp_path)
     docs = tmp_path / "docs"
     render_site([], {}, docs, found)
-    page = (docs / "reliability.md").read_text()
+    page = (docs / "reliability" / "ledger.md").read_text()
     assert "Run at commit <code>0c68c422</code> with changes the commit does not hold; claims lasting 1.5 s" in page
     assert "<b>" not in page and "The file records no commit." in page
 
@@ -133,7 +133,7 @@ def test_an_exploration_whose_code_moved_during_its_run_says_to_what_and_escapes
     _write(tmp_path, "explore_ledger_sigstop.json", data)
     docs = tmp_path / "docs"
     render_site([], {}, docs, reliability(tmp_path))
-    page = (docs / "reliability.md").read_text()
+    page = (docs / "reliability" / "ledger.md").read_text()
     assert ("Run at commit <code>0c68c422</code>; the code moved during the run, to <code>&#60;i&#62;9f1e&#60;/i&#62; "
             "(with uncommitted changes)</code>, which the workers started after it ran.") in page
 
@@ -167,7 +167,7 @@ def test_an_exploration_page_says_how_busy_the_machine_was_at_the_runs_start_and
     _write(tmp_path, "explore_ledger_sigstop.json", data)
     docs = tmp_path / "docs"
     render_site([], {}, docs, reliability(tmp_path))
-    page = (docs / "reliability.md").read_text()
+    page = (docs / "reliability" / "ledger.md").read_text()
     assert ("Run at commit <code>0c68c422</code>; the machine's load average 61.5 at the start and 12.25 at the end, "
             "on 2 cores.") in page
 

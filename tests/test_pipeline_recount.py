@@ -98,7 +98,8 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
             f"held: stored {held + 1}, derived {held} (counted again from "
             f"{results / 'reliability' / 'history' / NAME}.jsonl.gz)") in run.stderr
     assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
-    page = html.unescape((out / "site" / "reliability" / "index.html").read_text())
+    assert f"{held} of {schedules} held" in html.unescape((out / "site" / "reliability" / "index.html").read_text())
+    page = html.unescape((out / "site" / "reliability" / "ledger" / "index.html").read_text())
     assert f"{held} of {schedules} held" in page
     warning = page[page.index('<div class="admonition danger">'):]
     warning = warning[:warning.index("</div>")]

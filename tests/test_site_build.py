@@ -194,7 +194,7 @@ def test_the_stand_in_note_keeps_its_text_inside_its_box():
 
 
 def test_the_reliability_page_counts_each_violation_kind_in_its_own_column_apart_from_record_keeping():
-    page = html.unescape((project_site() / "reliability" / "index.html").read_text())
+    page = html.unescape((project_site() / "reliability" / "calendar" / "index.html").read_text())
     for column in ("landed more than once", "landed after its fact changed", "landed after its authority ended",
                    "send left unresolved in its own record", "outside the check-to-send window", "inside it"):
         assert f">{column}</th>" in page, column
@@ -257,11 +257,14 @@ def test_each_hazard_file_gets_its_own_row_and_section(tmp_path):
     for system in data["systems"].values():
         system["violations"]["brand_new_kind"] = {"count": 3, "in_window": 0, "first": []}
     (folder / "explore_calendar_sigstop.json").write_text(json.dumps(data))
-    page = html.unescape((build([], tmp_path / "out", results=tmp_path) / "reliability" / "index.html").read_text())
-    assert '<a href="#explore_calendar_crash_jsonl">crash (jsonl journal)</a></th>' in page
+    site = build([], tmp_path / "out", results=tmp_path)
+    overview = html.unescape((site / "reliability" / "index.html").read_text())
+    assert '<a href="calendar/#explore_calendar_crash_jsonl">crash (jsonl journal)</a></th>' in overview
+    assert '<a href="calendar/#explore_calendar_sigstop_jsonl">sigstop (jsonl journal)</a></th>' in overview
+    assert "as it is for 0 of the 2 files here (each section says which)" in overview  # neither has its history
+    page = html.unescape((site / "reliability" / "calendar" / "index.html").read_text())
     assert '<a href="#explore_calendar_sigstop_jsonl">sigstop (jsonl journal)</a></th>' in page
-    assert '<h4 id="explore_calendar_sigstop_jsonl">calendar: sigstop, jsonl journal' in page
-    assert "as it is for 0 of the 2 files here (each section says which)" in page  # neither has its history
+    assert '<h2 id="explore_calendar_sigstop_jsonl">sigstop, jsonl journal' in page
     assert "python -m experiments.explore --check history.jsonl" in page
     assert "interlock: SIGSTOP at before_send: struck (7)" in page
     assert ">brand new kind</th>" in page  # an unknown kind still gets a column, under "other"

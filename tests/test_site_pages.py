@@ -140,8 +140,9 @@ def test_a_runs_provenance_line_names_each_service_after_its_role():
     assert "idempotency store: redis-server" in home
 
 
-def test_the_reliability_overview_has_a_row_per_hazard_file_and_a_column_per_system():
-    raw = html.unescape((project_site() / "reliability" / "index.html").read_text(encoding="utf-8"))
+def test_the_reliability_overview_has_a_row_per_hazard_file_linked_to_its_section_on_its_scenarios_page():
+    folder = project_site() / "reliability"
+    raw = html.unescape((folder / "index.html").read_text(encoding="utf-8"))
     files = sorted((REPO / "results" / "reliability").glob("explore_*.json"))
     if not files:
         pytest.skip("no committed exploration")
@@ -151,8 +152,10 @@ def test_the_reliability_overview_has_a_row_per_hazard_file_and_a_column_per_sys
     for table in tables:
         head = re.findall(r"<th>([^<]+)</th>", table[:table.index("</thead>")])
         assert head[0] == "hazard" and "interlock" in head[1:] and all(" journal)" not in h for h in head), head
-        linked = re.findall(r'<tr><th><a href="#([a-z0-9_]+)">[^<]+ \((?:jsonl|postgresql) journal\)</a></th>', table)
-        assert all(f'id="{anchor}"' in raw for anchor in linked), linked
+        linked = re.findall(r'<tr><th><a href="([a-z0-9_-]+)/#([a-z0-9_]+)">[^<]+ \((?:jsonl|postgresql) journal\)</a>'
+                            r'</th>', table)
+        assert [(page, anchor) for page, anchor in linked
+                if f'id="{anchor}"' not in (folder / page / "index.html").read_text(encoding="utf-8")] == []
         rows += len(linked)
     assert rows == len(files)
 

@@ -21,7 +21,7 @@ from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
 from ..model import Difference, Scenario, SystemSummary
-from ..reliability import Reliability
+from ..reliability import Exploration, Reliability
 from . import findings, headline
 from .env import REPO, TEMPLATES, environment, repo_path
 from .headline import Verdict
@@ -373,6 +373,13 @@ def _peer_cells(runs: Sequence[Run]) -> list[tuple[Run, list[Any]]]:
     return found
 
 
+def _reliability_pages(reliability: Reliability) -> list[tuple[str, Markup, list[Exploration]]]:
+    """(scenario, page name, explorations) of each scenario's reliability page, beside the overview's `index`; the
+    name is a slug, so it goes into links as it is."""
+    taken = {"index"}
+    return [(scenario, Markup(unique(slug(scenario), taken)), runs) for scenario, runs in reliability.by_scenario()]
+
+
 def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], docs: Path,
                 reliability: Reliability = Reliability((), None),
                 benchmarks: Sequence[Benchmark] = (), drawing: Drawing | None = None) -> list[dict[str, Any]]:
@@ -402,7 +409,12 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
               verdict=_home_verdict(runs, published))
         _page(env, "methodology.md.j2", docs / "methodology.md", runs=runs, benchmarks=benchmarks,
               bench_charts=bench_charts)
-        _page(env, "reliability.md.j2", docs / "reliability.md", reliability=reliability)
+        by_scenario = _reliability_pages(reliability)
+        _page(env, "reliability.md.j2", docs / "reliability" / "index.md", reliability=reliability,
+              pages=by_scenario)
+        for scenario, page, explored in by_scenario:
+            _page(env, "reliability_scenario.md.j2", docs / "reliability" / f"{page}.md", scenario=scenario,
+                  runs=explored)
         _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
               peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
         _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
@@ -417,7 +429,9 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         nav.append({run.slug: pages})
     for item in only:
         nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
-    nav.append({"Reliability": "reliability.md"})
+    nav.append({"Reliability": [{"Reliability: overview": "reliability/index.md"},
+                                *({f"Reliability: {scenario}": f"reliability/{page}.md"}
+                                  for scenario, page, _ in by_scenario)]})
     nav.append({"Peers: DBOS, Powertools, Temporal": "peers.md"})
     nav.append({"Methodology, limits and benchmarks": "methodology.md"})
     nav.append({"API reference": "api.md"})
