@@ -10,10 +10,10 @@ from bench._lock_turns import lock_turns
 
 
 def test_writers_sharing_the_lock_take_three_turns_an_effect_and_wait_a_share_of_their_time(tmp_path: Path):
-    figures = lock_turns(tmp_path / "turns", 3, 90)
-    assert figures["jsonl_lock_turns_per_effect_3_workers"] == 3.0  # PROPOSED, DISPATCHED, COMMITTED
-    assert 0 <= figures["jsonl_lock_wait_share_3_workers"] <= 1
-    assert figures["jsonl_lock_hold_ms_median_3_workers"] > 0
+    figures = lock_turns(tmp_path / "turns", 6, 120)
+    assert figures["jsonl_lock_turns_per_effect_6_workers"] == 3.0  # PROPOSED, DISPATCHED, COMMITTED
+    assert 0 < figures["jsonl_lock_wait_share_6_workers"] < 1  # six writers on this machine's cores do wait
+    assert figures["jsonl_lock_hold_ms_median_6_workers"] > 0
 
 
 def test_a_writer_alone_never_waits_for_the_lock(tmp_path: Path):

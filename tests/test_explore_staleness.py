@@ -117,9 +117,22 @@ def test_a_change_to_the_receipts_command_line_alone_leaves_every_result_standin
     assert f"explore_ledger.json  {first[:8]}  up to date" in report(out, repo)
 
 
+PASSED_OVER_MODULES = ("interlock.receipts.__main__", "interlock.receipts._pg")
+
+
+def _imported(root: Path, source: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The absolute names an import statement in `source` binds or reads, a relative one resolved."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    package = list(source.relative_to(root).with_suffix("").parts)[:-1]  # a module's package, or __init__'s own
+    base = ".".join(package[:len(package) - node.level + 1] if node.level else [])
+    module = ".".join(part for part in (base, node.module or "") if part)
+    return [module] + [f"{module}.{alias.name}" for alias in node.names]
+
+
 def test_no_run_reaches_the_code_the_listing_passes_over():
     """What makes the receipts command line safe to pass over: no module of the library or the experiments imports
-    it, and none holds a string that would start it as a command (its docstrings may name it)."""
+    it, relatively or not, and none holds a string that would import or start it (its docstrings may name it)."""
     root = Path(__file__).resolve().parents[1]
     passed_over = {root / path for path in NO_RUN_READS}
     for source in [*root.glob("experiments/**/*.py"), *root.glob("interlock/**/*.py")]:
@@ -130,11 +143,27 @@ def test_no_run_reaches_the_code_the_listing_passes_over():
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                       and node.body and isinstance(node.body[0], ast.Expr)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                named = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module or ""]
-                assert not any(n.endswith(("receipts.__main__", "receipts._pg")) or n == "_pg" for n in named), source
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                named = _imported(root, source, node)
+                assert not any(n.startswith(PASSED_OVER_MODULES) for n in named), (source, named)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
                 assert node.value != "interlock.receipts" and "-m interlock.receipts" not in node.value, source
+                assert not any(name in node.value for name in PASSED_OVER_MODULES), source
+
+
+def test_the_import_reading_resolves_relative_imports_to_the_modules_they_name():
+    root = Path(__file__).resolve().parents[1]
+    source = root / "interlock" / "receipts" / "_check.py"
+    package = root / "interlock" / "receipts" / "__init__.py"
+    read = {text: _imported(root, path, ast.parse(text).body[0])
+            for text, path in [("from . import _pg", source), ("from .__main__ import main", source),
+                               ("import interlock.receipts._pg", source), ("from ._pg import x", package),
+                               ("from ..journal import Journal", source)]}
+    assert read == {"from . import _pg": ["interlock.receipts", "interlock.receipts._pg"],
+                    "from .__main__ import main": ["interlock.receipts.__main__", "interlock.receipts.__main__.main"],
+                    "import interlock.receipts._pg": ["interlock.receipts._pg"],
+                    "from ._pg import x": ["interlock.receipts._pg", "interlock.receipts._pg.x"],
+                    "from ..journal import Journal": ["interlock.journal", "interlock.journal.Journal"]}
 
 
 _PLAIN = '''"""A harness module."""

@@ -71,7 +71,12 @@ def test_an_append_reads_nothing_it_has_already_seen(tmp_path):
     assert read < budget, f"20 appends to a {size}-byte journal read {read} bytes"
 
 
-def test_a_writer_that_finds_the_lock_held_tries_a_while_then_waits_for_it_asleep(tmp_path):
+def test_a_writer_that_finds_the_lock_held_tries_a_while_then_waits_for_it_asleep(tmp_path, monkeypatch):
+    import interlock.journal
+
+    yields: list[None] = []
+    sched_yield = os.sched_yield
+    monkeypatch.setattr(interlock.journal.os, "sched_yield", lambda: yields.append(None) or sched_yield())
     path = tmp_path / "journal.jsonl"
     journal = Journal(path)
     holder = os.open(f"{path}.lock", os.O_RDWR)  # another open file: its flock excludes the journal's
@@ -91,6 +96,7 @@ def test_a_writer_that_finds_the_lock_held_tries_a_while_then_waits_for_it_aslee
     writer.join(10)
     assert [e["kind"] for e in lines(path)] == ["PROPOSED"]
     assert spent[0] < 0.25  # half a second held: it slept on the lock, not spun on it
+    assert len(yields) == interlock.journal.LOCK_YIELDS > 0  # after giving its core up that many times
     journal.close()
     os.close(holder)
 

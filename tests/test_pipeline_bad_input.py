@@ -132,12 +132,24 @@ def test_a_generation_that_is_not_a_number_is_one_line_naming_the_field(tmp_path
 
 
 def test_a_generation_of_thousands_of_digits_is_ordered_as_a_number(tmp_path):
-    """int() refuses more than 4,300 digits; the listing's order does not need it (the raw file stores no verdict)."""
+    """int() refuses more than 4,300 digits; the order needs none of it: the highest generation, padded with zeros,
+    still sorts last, as a number (as text it would sort first), so it is the live one."""
+    from pipeline.derive import derive
+
+    padded = {}
+
     def damage(data):
-        versions = data["cells"][0]["artifacts"]["gcs_versions_raw"]
-        versions[0]["generation"] = "0" * 5000 + versions[0]["generation"]
-    result = judge(raw_copy(tmp_path, "gcp_resource.json", damage))
+        artifacts = data["cells"][0]["artifacts"]
+        del artifacts["gcs_live_raw"]  # the live object is then the last write the listing holds
+        last = max(artifacts["gcs_versions_raw"], key=lambda v: int(v["generation"]))
+        last["generation"] = padded["generation"] = "0" * 5000 + last["generation"]
+        padded["writer"] = last["metadata"]["writer"]
+
+    path = raw_copy(tmp_path, "gcp_resource.json", damage)
+    result = judge(path)
     assert (result.returncode, result.stderr) == (0, "")
+    truth = derive(path).cells[0].truth
+    assert (truth.live_generation, truth.live_owner) == (padded["generation"], padded["writer"])
 
 
 @pytest.mark.parametrize("cell,event", [(12, 1), (3, 0)], ids=["the agent's event", "an event no overlap needs"])
