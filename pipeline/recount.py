@@ -73,12 +73,13 @@ class Counted:
 @dataclass
 class Tally:
     """How one system's runs of one kind of schedule ended: no rule broken, or one broken outside or inside the
-    check-to-send window."""
+    check-to-send window; and how many of them landed the effect more than once."""
 
     schedules: int = 0
     held: int = 0
     violated: int = 0
     violated_in_window: int = 0
+    duplicated: int = 0
 
     def add(self, found: list[Broken], window: bool) -> None:
         """Count one run."""
@@ -86,6 +87,7 @@ class Tally:
         self.held += not found
         self.violated += bool(found) and not window
         self.violated_in_window += bool(found) and window
+        self.duplicated += any(b.kind == "duplicate_effect" for b in found)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ def test_the_settle_note_names_the_claim_ttl_only_where_the_gate_was_slower():
     note = headline.settle_note([(slow, 30.0, None), (fast, None, {"interlock": {"kind": "flock per effect, x"}})])
     assert "published run, interlock about 31\u00a0s against about 2\u00a0s for hand_check" in note
     assert "30 s claim TTL" in note
-    assert "this run, about 0.2\u00a0s each (a dead sender's claim is freed at once: " \
-           "flock per effect)" in note
+    assert "this run, interlock about 0.2\u00a0s, as fast as hand_check, the fastest other system (a dead " \
+           "sender's claim is freed at once: flock per effect)" in note
     assert headline.settle_note([(Side("this run", "x", False, (_o("a", "interlock"),)), None, None)]) is None
 
 
@@ -64,8 +64,8 @@ def test_the_settle_note_names_the_ttl_control_beside_a_gate_that_frees_claims_a
     side = Side("this run", "stand-ins", False, (_o("a", "hand_check"), _o("a", "interlock"),
                                                  _o("a", "interlock_ttl", seconds=10.4)))
     note = headline.settle_note([(side, None, {"kind": "flock per effect"})])
-    assert note == ("Settling after a crash: this run, about 0.2\u00a0s each (a dead sender's claim is freed at once: "
-                    "flock per effect), interlock_ttl about 10\u00a0s.")
+    assert note == ("Settling after a crash: this run, interlock about 0.2\u00a0s, as fast as hand_check, the "
+                    "fastest other system (a dead sender's claim is freed at once: flock per effect), interlock_ttl about 10\u00a0s.")
 
 
 def test_a_slower_gate_whose_claims_free_at_once_is_not_said_to_have_waited_for_a_claim():

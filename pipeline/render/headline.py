@@ -142,7 +142,7 @@ def _pace(side: Side, ttl: float | None, claim: Mapping[str, Any] | None) -> str
     control = _median(side, f"{GATE}_ttl")  # the gate with claim liveness off, waiting out a TTL
     waited = f", {GATE}_ttl {_about(control)}" if control is not None else ""
     if _about(g) == _about(fastest):
-        return f"{side.title}, {_about(g)} each{how}{waited}"
+        return f"{side.title}, {gate} {_about(g)}, as fast as {base}, the fastest other system{how}{waited}"
     return f"{side.title}, {gate} {_about(g)} against {_about(fastest)} for {base}{how}{waited}"
 
 
@@ -183,8 +183,9 @@ def versioning_off(scenario: Scenario, raw_cells: Sequence[Mapping[str, Any]]) -
     wrong = [s for s in dict.fromkeys(c.system for c in cells)
              if any(c.answer_matches is False for c in cells if c.system == s)]
     n = len(off)
-    lead = f"Versioning off ({n} fault{'s' if n != 1 else ''}): a lookup cannot see a write a later one replaced"
+    lead = (f"Object versioning off ({n} fault{'s' if n != 1 else ''}): a lookup cannot see a write that a later "
+            "write replaced")
     if not wrong:
         return lead + "; every answer still matched the store."
     detail = ", ".join(f"{s} in {sum(c.answer_matches is False for c in cells if c.system == s)}" for s in wrong)
-    return lead + f"; answered not landed when it had, {detail}."
+    return lead + f", so a system could answer that its write had not landed when it had: {detail}."

@@ -220,14 +220,16 @@ def _comparison_rows(run: Run, columns: Sequence[str], differences: Sequence[Dif
         values = []
         for column in columns:
             key = (fault, system, column)
-            missing = (fault, system, "cell")
             values.append({
                 "column": column,
                 "published": theirs.get(column, "not run"), "ours": ours.get(column, "not run"),
-                "differs": kinds.get(key) == "value" or missing in kinds,
-                "note": notes.get(key) or notes.get(missing),
+                "differs": kinds.get(key) == "value",
+                "note": notes.get(key),
             })
-        rows.append({"fault": fault, "system": system, "shown": values})
+        # a cell only one run has: its row says so once, and shows that run's values
+        alone = None if (fault, system, "cell") not in notes else "this run" if cell else "the published run"
+        rows.append({"fault": fault, "system": system, "shown": values, "alone": alone,
+                     "alone_note": notes.get((fault, system, "cell"))})
     return rows
 
 
