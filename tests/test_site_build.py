@@ -193,12 +193,14 @@ def test_the_stand_in_note_keeps_its_text_inside_its_box():
     assert note and "local stand-ins" in note.group(1)
 
 
-def test_the_reliability_page_counts_each_violation_kind_in_its_own_column_apart_from_record_keeping():
+def test_the_reliability_page_counts_each_violation_kind_in_its_own_row_apart_from_record_keeping():
     page = html.unescape((project_site() / "reliability" / "calendar" / "index.html").read_text())
-    for column in ("landed more than once", "landed after its fact changed", "landed after its authority ended",
-                   "send left unresolved in its own record", "outside the check-to-send window", "inside it"):
-        assert f">{column}</th>" in page, column
-    assert page.index("wrong data at the service") < page.index("record-keeping")
+    for row in ("landed more than once", "landed after its fact changed", "landed after its authority ended",
+                "send left unresolved in its own record", "broke a rule, the action outside the check-to-send window",
+                "broke a rule, the action inside it"):
+        assert re.search(rf"<tr><th[^>]*>{re.escape(row)}</th>", page), row
+    assert page.index('<tr class="interlock-group"><th colspan="4">wrong data at the service</th>') < page.index(
+        '<tr class="interlock-group"><th colspan="4">record-keeping</th>')
 
 
 def test_a_benchmark_file_with_new_keys_is_laid_out_with_units_and_nothing_dropped():

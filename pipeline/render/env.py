@@ -57,10 +57,11 @@ def ident_path(value: str) -> Markup:
 
 
 def wrap_points(value: str) -> Markup:
-    """An outcome code made inert, with a line-break point after each `_` and `:`, so a narrow column breaks it
-    between its words (REFUSED:stale_<wbr>premise) and never inside one."""
+    """An outcome code or a name made inert, with a line-break point after each `_`, `:` and `/`, so a narrow
+    column breaks it between its words (REFUSED:stale_<wbr>premise, after_<wbr>commit/<wbr>none) and never inside
+    one."""
     text = str(inert(value))
-    for mark in (str(inert("_")), str(inert(":"))):
+    for mark in (str(inert("_")), str(inert(":")), str(inert("/"))):
         text = text.replace(mark, mark + "<wbr>")
     return Markup(text)
 
