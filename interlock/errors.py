@@ -29,7 +29,8 @@ class InterlockError(Exception):
 
 
 class ConfigurationError(InterlockError, ValueError):
-    """The caller's own mistake, reported before anything was journaled or sent."""
+    """The caller's own mistake, reported before anything was sent: most before anything was journaled, a lease
+    answer that is not a bool when the gate first reads it, after the effect's PROPOSED."""
 
 
 class DuplicateAction(ConfigurationError):
