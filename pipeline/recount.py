@@ -39,20 +39,18 @@ class Broken:
 
 
 @dataclass
-class Counted:
-    """One system's runs of an exploration as the judge counts them; each example is (seed, replay, schedule,
-    detail, in window) of one of the first violating runs of a kind."""
+class Tally:
+    """How a system's runs ended: no rule broken, or one broken outside or inside the check-to-send window; and how
+    many runs broke each kind of rule."""
 
     schedules: int = 0
     held: int = 0
     violated: int = 0  # the action struck outside the check-to-send window
     violated_in_window: int = 0
     counts: Counter[str] = field(default_factory=Counter)
-    in_window: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[tuple[int, str, str, str, bool]]] = field(default_factory=dict)
 
-    def add(self, row: Node, found: list[Broken], window: bool) -> None:
-        """Count one run."""
+    def tally(self, found: list[Broken], window: bool) -> None:
+        """Count one run by the rules it broke."""
         self.schedules += 1
         if not found:
             self.held += 1
@@ -60,34 +58,27 @@ class Counted:
             self.violated_in_window += 1
         else:
             self.violated += 1
+        self.counts.update({b.kind for b in found})
+
+
+@dataclass
+class Counted(Tally):
+    """One system's runs of an exploration as the judge counts them, with each kind's runs inside the window; each
+    example is (seed, replay, schedule, detail, in window) of one of the first violating runs of a kind."""
+
+    in_window: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[tuple[int, str, str, str, bool]]] = field(default_factory=dict)
+
+    def add(self, row: Node, found: list[Broken], window: bool) -> None:
+        """Count one run."""
+        self.tally(found, window)
         for kind in dict.fromkeys(b.kind for b in found):
-            self.counts[kind] += 1
             self.in_window[kind] += window
             shown = self.examples.setdefault(kind, [])
             if len(shown) < EXAMPLES:
                 shown.append((row.get("seed", "integer"), row.get("replay", "string"),
                               row.opt("describe", "string", ""), "; ".join(b.detail for b in found if b.kind == kind),
                               window))
-
-
-@dataclass
-class Tally:
-    """How one system's runs of one kind of schedule ended: no rule broken, or one broken outside or inside the
-    check-to-send window; and how many of them landed the effect more than once."""
-
-    schedules: int = 0
-    held: int = 0
-    violated: int = 0
-    violated_in_window: int = 0
-    duplicated: int = 0
-
-    def add(self, found: list[Broken], window: bool) -> None:
-        """Count one run."""
-        self.schedules += 1
-        self.held += not found
-        self.violated += bool(found) and not window
-        self.violated_in_window += bool(found) and window
-        self.duplicated += any(b.kind == "duplicate_effect" for b in found)
 
 
 @dataclass(frozen=True)
@@ -120,7 +111,7 @@ def recount(history: Path, shown: str) -> Recount:
         systems.setdefault(system, Counted()).add(row, found, window)
         fence = row.at("schedule").opt("fence", "string")
         if fence is not None:
-            fences.setdefault(fence, {}).setdefault(system, Tally()).add(found, window)
+            fences.setdefault(fence, {}).setdefault(system, Tally()).tally(found, window)
         for aspect, said in hazard_effects(row):
             effects.setdefault(aspect, Counter())[f"{system}: {said}"] += 1
         failure = row.opt("harness_retried", "string")
