@@ -22,6 +22,9 @@ from .times import stamp
 # The points between a worker's last check and its send: an action that strikes there is inside the window no
 # check can close, and is counted apart.
 CHECK_TO_SEND = frozenset({"before_send", "before_request", "recovery_before_resend"})
+# How the runner's `acted` opens when the action struck while a worker waited at its point; a pause point the
+# worker never reached is recorded as an action after it exited, outside the window.
+PAUSED = "while worker "
 # Actions that move a fact an effect was decided on; every other action ends its authority.
 PREMISE_ACTIONS = frozenset({"human_write", "slot_taken", "balance_moved"})
 # The first sender and recoverers that ran beside a held worker may leave the effect to the last recoverers.
@@ -131,7 +134,8 @@ def in_window(row: Node) -> bool:
         point = held.get("point", "string") if held.get("reached", "boolean") else None
     else:
         pause = schedule.opt_node("action_pause")
-        point = _pair(pause)[1].expect("string") if pause is not None else None
+        waited = row.opt("acted", "string", "").startswith(PAUSED)
+        point = _pair(pause)[1].expect("string") if pause is not None and waited else None
     return schedule.get("action", "string") != "none" and point in CHECK_TO_SEND
 
 

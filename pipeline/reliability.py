@@ -126,6 +126,7 @@ class Exploration:
     planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
     retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
     run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
+    counted_at: str | None = None  # the commit whose explorer counted the stored figures again after the run
     recounted: str | None = None  # the history the judge counted the figures from; None: the stored ones are shown
     # where the service's fence is drawn per schedule: per fence (in words), each system's tally, in system order
     fences: tuple[tuple[str, tuple[tuple[str, Tally], ...]], ...] = ()
@@ -244,6 +245,7 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
         planned=seeds.get("planned", "integer") if seeds is not None and stopped else None,
         retried=_retried(top.opt_node("harness_retried")),
         run_at=run_at(top.opt_node("provenance")),
+        counted_at=_counted_at(top.opt_node("counted")),
     )
     stored_history = history_of(path)
     if not stored_history.is_file():
@@ -324,6 +326,12 @@ def run_at(provenance: Node | None) -> RunAt | None:
                  claim.opt("claim_ttl_seconds", "number") if claim is not None else None,
                  claim.opt("where", "string", "") if claim is not None else "", moved_to(provenance),
                  load_said(provenance), cores_said(provenance))
+
+
+def _counted_at(counted: Node | None) -> str | None:
+    """The commit, as git abbreviates it, whose explorer counted the file's history again after its run."""
+    commit = counted.opt("commit", "string") if counted is not None else None
+    return commit[:8] if commit is not None else None
 
 
 def _retried(node: Node | None) -> tuple[Retried, ...]:

@@ -204,6 +204,67 @@ def test_an_action_while_a_sender_is_held_right_before_its_request_counts_in_the
     assert tally.summary()["hazard_effects"]["interrupt"] == {"no_check: sigstop at before_request: struck": 1}
 
 
+@pytest.mark.parametrize("acted, inside", [("while worker 0 was paused at before_send", True),
+                                           ("after worker 0 exited (it never reached before_send)", False)])
+def test_an_action_at_a_pause_point_counts_in_the_window_only_when_the_worker_waited_there(acted, inside):
+    tally = Tally(["no_check"])
+    late = row(writes=[("1", 3.0)], acted_at=1.5, action="lease_revoked", system="no_check")
+    late["schedule"]["action_pause"] = [0, "before_send"]
+    late["acted"] = acted
+    tally.add(late)
+    counts = tally.summary()["systems"]["no_check"]
+    assert (counts["violated_in_window"], counts["violated"]) == ((1, 0) if inside else (0, 1))
+    timing = "inside the check-to-send window" if inside else "after the worker exited, its pause point not reached"
+    assert tally.summary()["dimensions"]["action_timing"] == {timing: 1}
+
+
+def _committed_result(tmp_path: Path, name: str = "explore_ledger_pg_send_raises") -> tuple[Path, dict]:
+    """A committed exploration copied beside its history, the file naming the copy."""
+    history = tmp_path / "history" / f"{name}.jsonl.gz"
+    history.parent.mkdir()
+    history.write_bytes((ROOT / "results" / "reliability" / "history" / history.name).read_bytes())
+    stored = json.loads((ROOT / "results" / "reliability" / f"{name}.json").read_text())
+    stored["history"]["path"] = str(history)
+    return tmp_path / f"{name}.json", stored
+
+
+def test_counting_again_rewrites_the_counts_from_the_history_and_keeps_what_the_run_recorded(tmp_path):
+    path, stored = _committed_result(tmp_path)
+    forged = json.loads(json.dumps(stored))
+    forged["systems"]["interlock"]["held"] += 7
+    path.write_text(json.dumps(forged))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    again = json.loads(path.read_text())
+    assert again["systems"] == stored["systems"]
+    for fact in ("generated", "command", "provenance", "seeds", "seconds", "seconds_per_run", "jobs"):
+        assert again[fact] == stored[fact], fact
+    assert (again["history"]["sha256"], again["history"]["rows"]) == (stored["history"]["sha256"],
+                                                                      stored["history"]["rows"])
+    assert set(again["counted"]) == {"commit", "dirty", "at"}
+
+
+def test_counting_again_refuses_a_history_other_than_the_one_the_file_was_counted_from(tmp_path):
+    path, stored = _committed_result(tmp_path)
+    stored["history"]["sha256"] = "0" * 64
+    path.write_text(json.dumps(stored))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and str(path) in done.stderr and "history.sha256" in done.stderr
+    assert json.loads(path.read_text()) == stored
+
+
+def test_counting_again_names_a_file_that_names_no_history(tmp_path):
+    path = tmp_path / "explore_ledger.json"
+    path.write_text(json.dumps({"history": {"path": 3}}))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr == f"explore: {path}: history: expected an object with the history's path and sha256\n"
+
+
 def test_a_history_takes_its_name_only_when_complete(tmp_path):
     path = tmp_path / "history" / "explore_x.jsonl.gz"
     with HistoryWriter(path) as history:

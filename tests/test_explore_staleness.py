@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from experiments.explore.__main__ import main, parse_args
-from experiments.explore.staleness import NO_RUN_READS, RERUN, not_run, report
+from experiments.explore.staleness import COUNT_AGAIN, NO_RUN_READS, RERUN, not_run, report
 
 
 def _git(repo, *args):
@@ -117,7 +117,7 @@ def test_a_change_to_the_receipts_command_line_alone_leaves_every_result_standin
     assert f"explore_ledger.json  {first[:8]}  up to date" in report(out, repo)
 
 
-PASSED_OVER_MODULES = ("interlock.receipts.__main__", "interlock.receipts._pg")
+PASSED_OVER_MODULES = ("interlock.receipts.__main__", "interlock.receipts._pg", "experiments.explore.count_again")
 
 
 def _imported(root: Path, source: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -131,8 +131,9 @@ def _imported(root: Path, source: Path, node: ast.Import | ast.ImportFrom) -> li
 
 
 def test_no_run_reaches_the_code_the_listing_passes_over():
-    """What makes the receipts command line safe to pass over: no module of the library or the experiments imports
-    it, relatively or not, and none holds a string that would import or start it (its docstrings may name it)."""
+    """What makes the receipts command line and counting again safe to pass over: no module of the library or the
+    experiments imports them, relatively or not, and none holds a string that would import or start them (docstrings
+    may name them)."""
     root = Path(__file__).resolve().parents[1]
     passed_over = {root / path for path in NO_RUN_READS}
     for source in [*root.glob("experiments/**/*.py"), *root.glob("interlock/**/*.py")]:
@@ -331,7 +332,7 @@ def test_make_rerun_stale_runs_the_commands_the_listing_gives_with_the_projects_
     root = Path(__file__).parents[1]
     dry = subprocess.run(["make", "-n", "--no-print-directory", "rerun-stale", "JOBS=3"], cwd=root,
                          capture_output=True, text=True, check=True).stdout
-    [recipe] = [line for line in dry.splitlines() if " --stale | " in line]  # whatever make prints around it
+    [recipe] = [line for line in dry.splitlines() if " --stale | " in line and "xargs" in line]
     listing, pick, run = recipe.split(" | ")
     assert listing == ".venv/bin/python -m experiments.explore --stale"
     line = f"{RERUN}python -m experiments.tamper"
@@ -339,3 +340,58 @@ def test_make_rerun_stale_runs_the_commands_the_listing_gives_with_the_projects_
                             capture_output=True, text=True, check=True).stdout
     assert picked == ".venv/bin/python -m experiments.tamper\n"
     assert run.startswith("xargs -r -P 3 ")
+
+
+def test_make_rerun_stale_then_counts_again_what_the_listing_says_only_the_counting_moved_for():
+    root = Path(__file__).parents[1]
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "rerun-stale"], cwd=root,
+                         capture_output=True, text=True, check=True).stdout
+    recipes = [line for line in dry.splitlines() if " --stale | " in line]
+    assert "xargs" in recipes[0] and len(recipes) == 2
+    _, pick, run = recipes[1].split(" | ")
+    line = f"{COUNT_AGAIN}python -m experiments.explore.count_again results/reliability/explore_ledger.json"
+    picked = subprocess.run(shlex.split(pick), input=f"{RERUN}python -m experiments.tamper\n{line}\n",
+                            capture_output=True, text=True, check=True).stdout
+    assert picked == ".venv/bin/python -m experiments.explore.count_again results/reliability/explore_ledger.json\n"
+    assert run == "sh -e"
+
+
+def test_a_change_to_the_counting_alone_leaves_the_runs_standing_and_asks_to_count_the_explorations_again(tmp_path):
+    repo, out, scenarios = tmp_path, tmp_path / "results" / "reliability", tmp_path / "results" / "scenarios"
+    out.mkdir(parents=True)
+    scenarios.mkdir()
+    first = _history(repo, "experiments/explore/tally.py", "A = 2\n")
+    _result(out, "explore_ledger.json", first, command="python -m experiments.explore --hazard crash", jobs=2)
+    _result(out, "tamper.json", first)
+    _result(scenarios, "calendar.json", first, {"backend": "jsonl"})
+    lines = report(out, repo)
+    assert (f"explore_ledger.json  {first[:8]}  counted by older code: experiments/explore/tally.py changed since; "
+            "counting its history again renews it") in lines
+    assert f"tamper.json  {first[:8]}  up to date" in lines
+    assert f"scenarios/calendar.json  {first[:8]}  up to date" in lines
+    assert not [line for line in lines if line.startswith(RERUN)]
+    assert lines[-1] == f"{COUNT_AGAIN}python -m experiments.explore.count_again {out / 'explore_ledger.json'}"
+
+
+def test_a_file_counted_again_since_the_counting_changed_is_up_to_date(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "experiments/explore/checks.py", "A = 2\n")
+    _result(out, "explore_ledger.json", first, counted={"commit": _git(repo, "rev-parse", "HEAD")})
+    lines = report(out, repo)
+    assert f"explore_ledger.json  {first[:8]}  up to date" in lines
+    assert not [line for line in lines if line.startswith(COUNT_AGAIN)]
+
+
+def test_a_file_whose_runs_code_moved_too_is_run_again_not_counted_again(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "experiments/explore/tally.py", "A = 2\n")
+    (repo / "interlock").mkdir()
+    (repo / "interlock" / "recovery.py").write_text("A = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "third")
+    _result(out, "explore_ledger.json", first, command="python -m experiments.explore --hazard crash", jobs=2)
+    lines = report(out, repo)
+    assert f"explore_ledger.json  {first[:8]}  1 file(s) changed since: interlock/recovery.py" in lines
+    assert lines[-1] == f"{RERUN}python -m experiments.explore --hazard crash --jobs 2"

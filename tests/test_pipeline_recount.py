@@ -179,11 +179,18 @@ def test_the_gates_journal_is_held_to_its_receipt_and_an_open_send():
 
 def test_an_action_is_inside_the_window_when_it_struck_at_a_point_between_check_and_send():
     def at(point: str) -> Node:
-        return _row(schedule={"action": "slot_taken", "action_pause": [0, point], "raises": None})
+        return _row(schedule={"action": "slot_taken", "action_pause": [0, point], "raises": None},
+                    acted=f"while worker 0 was paused at {point}", acted_at=T)
 
     assert in_window(at("before_send")) and in_window(at("recovery_before_resend"))
     assert not in_window(at("after_commit"))
     assert not in_window(_row(schedule={"action": "none", "action_pause": [0, "before_send"], "raises": None}))
+
+
+def test_an_action_after_the_worker_exited_short_of_its_pause_point_is_outside_the_window():
+    never = _row(schedule={"action": "slot_taken", "action_pause": [0, "before_send"], "raises": None},
+                 acted="after worker 0 exited (it never reached before_send)", acted_at=T)
+    assert not in_window(never)
 
 
 def test_judge_counts_an_exploration_again_and_exits_1_on_a_count_that_differs(tmp_path):

@@ -13,6 +13,10 @@ name it documents) and typing (the annotations of functions' parameters and retu
 unevaluated, local variables' annotations, imports from `typing`, `if TYPE_CHECKING:` blocks, a `typing.cast` whose
 type evaluates) runs the same, so it leaves the results standing; annotations in a class or module body stay
 counted, since dataclasses and named tuples build their fields from them.
+
+The code that counts an exploration's stored history (`COUNTING`) decides nothing a run does: a change there leaves
+the runs standing, and the file is renewed by counting its history again (`python -m experiments.explore.count_again`),
+which records the counting commit in the file's `counted`.
 """
 
 from __future__ import annotations
@@ -27,19 +31,25 @@ from typing import Any
 from experiments.explore.hazards import ALL, HAZARDS, result_name
 
 CODE = ("interlock", "experiments")  # what decides a run's outcome; results/, bench/, site/ and pipeline/ do not
-# Code no run reaches: this listing, and the receipts command line with the PostgreSQL reading only it imports (runs
-# import `interlock.receipts`, whose package never imports them, and start no `python -m interlock.receipts`)
-NO_RUN_READS = ("experiments/explore/staleness.py", "interlock/receipts/__main__.py", "interlock/receipts/_pg.py")
+# Code no run reaches: this listing, counting a stored result again, and the receipts command line with the
+# PostgreSQL reading only it imports (runs import `interlock.receipts`, whose package never imports them, and start
+# no `python -m interlock.receipts`)
+NO_RUN_READS = ("experiments/explore/staleness.py", "experiments/explore/count_again.py",
+                "interlock/receipts/__main__.py", "interlock/receipts/_pg.py")
+# Code that counts a stored history into its result file, and that runs only print from
+COUNTING = ("experiments/explore/tally.py", "experiments/explore/checks.py")
 SHARED_JOURNAL_ONLY = "interlock/pg/"  # code only the runs on the PostgreSQL journal reach
 TAMPER = "tamper.json"  # its corpus includes journals written by the PostgreSQL backend
 SCENARIOS = "scenarios"  # beside the reliability folder: the scenario runs, on the journal each file names
 RERUN = "run again: "  # how the listing opens each command that renews a stale file (`make rerun-stale` reads it)
+COUNT_AGAIN = "count again: "  # how it opens the command that counts again the files only the counting moved for
 
 
 @dataclass(frozen=True)
 class Standing:
-    """One result file: the commit it names, the files of `CODE` changed since (None: not known here), the
-    command that runs it again as it was run and how long that took (None when the file does not say)."""
+    """One result file: the commit it names, the files of `CODE` its runs reach changed since (None: not known
+    here), the counting code changed since it was counted, the command that runs it again as it was run and how long
+    that took (None when the file does not say)."""
 
     name: str
     commit: str | None
@@ -47,6 +57,7 @@ class Standing:
     command: str | None
     seconds: float | None
     unreadable: str | None = None  # why the file could not be read as a result, when it could not
+    recount: tuple[str, ...] = ()  # of `COUNTING`, changed since the file was last counted
 
 
 def standings(out: Path, repo: Path) -> list[Standing]:
@@ -71,10 +82,30 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             name, shared = f"{SCENARIOS}/{path.name}", _on_postgresql(provenance)
         if moved is not None and not shared:
             moved = tuple(f for f in moved if not f.startswith(SHARED_JOURNAL_ONLY))
+        recount: tuple[str, ...] = ()
+        if moved is not None and commit is not None:
+            counted = _counted_commit(stored) or commit
+            if counted not in changed:
+                changed[counted] = _changed_since(counted, repo)
+            recount = tuple(f for f in changed[counted] or () if f in COUNTING) if _counts(name) else ()
+            moved = tuple(f for f in moved if f not in COUNTING)
         seconds = stored.get("seconds")
         took = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
-        found.append(Standing(name, commit, moved, _command(stored, provenance), took, unreadable))
+        found.append(Standing(name, commit, moved, _command(stored, provenance), took, unreadable, recount))
     return found
+
+
+def _counts(name: str) -> bool:
+    """Whether the result file is an exploration counted from its history (the tamper corpus and scenario runs
+    are not)."""
+    return name.startswith("explore_")
+
+
+def _counted_commit(stored: dict[str, Any]) -> str | None:
+    """The commit whose counting wrote the file's counts, when it was counted again after its run."""
+    counted = stored.get("counted")
+    commit = counted.get("commit") if isinstance(counted, dict) else None
+    return commit if isinstance(commit, str) else None
 
 
 def _stored(path: Path) -> tuple[dict[str, Any], str | None]:
@@ -127,6 +158,9 @@ def report(out: Path, repo: Path) -> list[str]:
             continue
         if standing.changed is None:
             state = "cannot tell (the commit is not in this clone)"
+        elif not standing.changed and standing.recount:
+            state = (f"counted by older code: {', '.join(standing.recount)} changed since; counting its history "
+                     "again renews it")
         elif not standing.changed:
             state = "up to date"
         else:
@@ -137,7 +171,9 @@ def report(out: Path, repo: Path) -> list[str]:
     for standing in sorted(found, key=_longest_first):
         if standing.changed and standing.command is not None and standing.command not in again:
             again.append(standing.command)
-    return lines + [f"{RERUN}{command}" for command in again]
+    recount = [f"{out / s.name}" for s in found if s.recount and not s.changed and s.unreadable is None]
+    counting = [f"{COUNT_AGAIN}python -m experiments.explore.count_again {' '.join(recount)}"] if recount else []
+    return lines + [f"{RERUN}{command}" for command in again] + counting
 
 
 def _longest_first(standing: Standing) -> float:

@@ -13,6 +13,7 @@ from experiments.explore.checks import SAFETY, VIOLATIONS, Violation, check
 from experiments.explore.schedules import CHECK_TO_SEND
 
 FIRST_SHOWN = 5
+PAUSED = "while worker "  # how the runner's `acted` opens when a worker waited at its point as the action struck
 SHAPE = ("first_kill", "crashes_in_a_row", "action", "action_timing", "network_cut", "recoverers")
 
 
@@ -23,8 +24,14 @@ def in_window(row: dict[str, Any]) -> bool:
     if held is not None:
         point = held["point"] if held["reached"] else None
     else:
-        point = pause[1] if pause is not None else None
+        point = pause[1] if pause is not None and paused(row) else None
     return schedule["action"] != "none" and point in CHECK_TO_SEND
+
+
+def paused(row: dict[str, Any]) -> bool:
+    """The action struck while its worker waited at the pause point, not after the worker exited without reaching
+    it (the runner records which in `acted`)."""
+    return (row["acted"] or "").startswith(PAUSED)
 
 
 class Tally:
@@ -76,7 +83,9 @@ class Tally:
         if schedule["action"] != "none":
             timing = ("during the hazard" if schedule["interrupt"] is not None else
                       "inside the check-to-send window" if in_window(row) else
-                      "at a pause point" if schedule["action_pause"] else "between processes")
+                      "at a pause point" if schedule["action_pause"] and paused(row) else
+                      "after the worker exited, its pause point not reached" if schedule["action_pause"] else
+                      "between processes")
             d["action_timing"][timing] += 1
         d["network_cut"][str(schedule["cut"]).lower()] += 1
         d["recoverers"][str(schedule["recoverers"])] += 1

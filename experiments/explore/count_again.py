@@ -1,0 +1,76 @@
+"""`python -m experiments.explore.count_again RESULT...` counts each exploration's stored history again with today's
+counting and rewrites the file's counts, keeping what its run recorded; `counted` names the code that counted it.
+
+A change to the code that only counts (`staleness.COUNTING`) leaves the runs standing: `--stale` then names the files
+to count again rather than run again, and this renews them in seconds instead of hours."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from experiments.atomic import write_json
+from experiments.explore.__main__ import REPO, summarize
+from experiments.explore.history import HistoryUnreadable
+from experiments.harness import code_now
+
+# What a result file says about its run rather than its counts: counting its history again keeps these.
+RUN_FACTS = ("generated", "command", "provenance", "seeds", "seconds", "seconds_per_run", "jobs")
+
+
+def count_again(path: Path) -> dict[str, Any]:
+    """The result file's content counted again from the history it names, which must be the one it was counted
+    from; its run's facts are kept and `counted` names the code that counted it."""
+    stored, shown = _stored_result(path)
+    history = REPO / shown
+    if not history.is_file():
+        history = path.parent / "history" / Path(shown).name
+    if not history.is_file():
+        raise HistoryUnreadable(f"{path}: history.path: {shown} is not a file here")
+    if hashlib.sha256(history.read_bytes()).hexdigest() != stored["history"]["sha256"]:
+        raise HistoryUnreadable(f"{path}: history.sha256: {history} is not the history the file was counted from")
+    result = summarize(history, path.parent, {key: stored[key] for key in RUN_FACTS if key in stored})
+    code = code_now()
+    result["counted"] = {"commit": code.commit, "dirty": code.dirty,
+                         "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return result
+
+
+def _stored_result(path: Path) -> tuple[dict[str, Any], str]:
+    """The stored result file and the history path it names; HistoryUnreadable names the file and the field."""
+    try:
+        stored = json.loads(path.read_text())
+    except OSError as exc:
+        raise HistoryUnreadable(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError):
+        raise HistoryUnreadable(f"{path}: not JSON") from None
+    recorded = stored.get("history") if isinstance(stored, dict) else None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("path"), str) or \
+            not isinstance(recorded.get("sha256"), str):
+        raise HistoryUnreadable(f"{path}: history: expected an object with the history's path and sha256")
+    return stored, recorded["path"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite each named result file with its counts from its history; exit 2 at the first that cannot be."""
+    paths = [Path(arg) for arg in (sys.argv[1:] if argv is None else argv)]
+    if not paths:
+        print("usage: python -m experiments.explore.count_again RESULT...", file=sys.stderr)
+        return 2
+    for path in paths:
+        try:
+            result = count_again(path)
+        except (HistoryUnreadable, OSError) as exc:
+            print(f"explore: {exc}", file=sys.stderr)
+            return 2
+        write_json(path, result)
+        print(f"explore: counted {path} again from {result['history']['path']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
