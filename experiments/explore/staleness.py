@@ -171,9 +171,17 @@ def report(out: Path, repo: Path) -> list[str]:
     for standing in sorted(found, key=_longest_first):
         if standing.changed and standing.command is not None and standing.command not in again:
             again.append(standing.command)
-    recount = [f"{out / s.name}" for s in found if s.recount and not s.changed and s.unreadable is None]
+    recount = [_shown(out / s.name, repo) for s in found if s.recount and not s.changed and s.unreadable is None]
     counting = [f"{COUNT_AGAIN}python -m experiments.explore.count_again {' '.join(recount)}"] if recount else []
     return lines + [f"{RERUN}{command}" for command in again] + counting
+
+
+def _shown(path: Path, repo: Path) -> str:
+    """The path from the repository's root when it lies inside it (the listing's commands run from there)."""
+    try:
+        return path.relative_to(repo).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _longest_first(standing: Standing) -> float:
