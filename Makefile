@@ -51,11 +51,11 @@ explore: $(STAMP)
 
 # Every result file whose code moved since its run (`python -m experiments.explore --stale`), run again as that
 # listing says it was run, JOBS at a time (each command writes only its own files); make fails at the end if any did.
-# Then the files only the counting code moved for are counted again from their stored histories.
+# First the files only the counting code moved for are counted again from their stored histories (seconds).
 JOBS ?= 1
 rerun-stale: $(STAMP)
-	$(PY) -m experiments.explore --stale | sed -n 's|^run again: python |$(PY) |p' | xargs -r -P $(JOBS) -I {} sh -c '{}'
 	$(PY) -m experiments.explore --stale | sed -n 's|^count again: python |$(PY) |p' | sh -e
+	$(PY) -m experiments.explore --stale | sed -n 's|^run again: python |$(PY) |p' | xargs -r -P $(JOBS) -I {} sh -c '{}'
 
 serve: $(STAMP)
 	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000

@@ -59,7 +59,7 @@ DESCRIPTIONS: dict[str, Description] = {
         "per effect and, apart, the PostgreSQL server's (every server process over the whole run, its sessions' "
         "start-up and the warm-up effects included), and how soon another worker takes over an effect whose "
         "holder was SIGKILLed or stopped. The renewal cost is the share of 4 workers' effects per second that "
-        "a 1.5 s lease, renewed every 0.5 s, loses against a 30 s one. The figures of 16 workers own databases "
+        "claims lasting 1.5 s, renewed every 0.5 s, lose against claims lasting 30 s. The figures of 16 workers own databases "
         "are 16 workers each on a database "
         "of its own on the same server, sharing nothing but the server and the cores: about the most 16 workers "
         "get from this machine, so the ceiling of any shared journal's scaling here. The JSONL rates move with how "
@@ -70,7 +70,9 @@ DESCRIPTIONS: dict[str, Description] = {
     "peers": Description(
         "Interlock beside DBOS Transact and Powertools idempotency",
         "The same effect through each system on its real local backend, one worker process per concurrent worker: "
-        "the time per effect and effects per second.",
+        "the time per effect and effects per second. The decorator's figure beside DBOS is the median of all its "
+        "one-worker effects over DBOS's, the rounds pooled; each round's own ratio stands beside it, so its median "
+        "may differ.",
         charts=(("systems", r"per_second"),), counts="workers"),
     "pipeline_judge": Description(
         "Re-judging cells",
@@ -224,7 +226,8 @@ def value(item: Any) -> str:
     if isinstance(item, int):
         return f"{item:,}"
     if isinstance(item, float):
-        return f"{item:,.3f}".rstrip("0").rstrip(".") if abs(item) < 1000 else f"{item:,.0f}"
+        shown = f"{item:,.3f}".rstrip("0").rstrip(".") if abs(item) < 1000 else f"{item:,.0f}"
+        return "0" if shown == "-0" else shown
     if item is None:
         return "none"
     if isinstance(item, list):

@@ -134,8 +134,9 @@ def in_window(row: Node) -> bool:
         point = held.get("point", "string") if held.get("reached", "boolean") else None
     else:
         pause = schedule.opt_node("action_pause")
-        waited = row.opt("acted", "string", "").startswith(PAUSED)
-        point = _pair(pause)[1].expect("string") if pause is not None and waited else None
+        point = _pair(pause)[1].expect("string") if pause is not None else None
+        if not row.opt("acted", "string", "").startswith(PAUSED):
+            point = None  # the worker exited short of its pause point, and the action came after
     return schedule.get("action", "string") != "none" and point in CHECK_TO_SEND
 
 

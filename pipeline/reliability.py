@@ -126,7 +126,7 @@ class Exploration:
     planned: int | None = None  # the schedules the run set out to try, when it stopped at a deadline before them
     retried: tuple[Retried, ...] = ()  # runs the harness played twice because it failed itself the first time
     run_at: RunAt | None = None  # the code and claim settings it ran with, when its provenance records them
-    counted_at: str | None = None  # the commit whose explorer counted the stored figures again after the run
+    counted_at: RunAt | None = None  # the code whose explorer counted the stored figures again after the run
     recounted: str | None = None  # the history the judge counted the figures from; None: the stored ones are shown
     # where the service's fence is drawn per schedule: per fence (in words), each system's tally, in system order
     fences: tuple[tuple[str, tuple[tuple[str, Tally], ...]], ...] = ()
@@ -328,10 +328,10 @@ def run_at(provenance: Node | None) -> RunAt | None:
                  load_said(provenance), cores_said(provenance))
 
 
-def _counted_at(counted: Node | None) -> str | None:
-    """The commit, as git abbreviates it, whose explorer counted the file's history again after its run."""
+def _counted_at(counted: Node | None) -> RunAt | None:
+    """The code whose explorer counted the file's history again after its run, when it says."""
     commit = counted.opt("commit", "string") if counted is not None else None
-    return commit[:8] if commit is not None else None
+    return None if counted is None or commit is None else RunAt(commit, counted.opt("dirty", "boolean", False))
 
 
 def _retried(node: Node | None) -> tuple[Retried, ...]:

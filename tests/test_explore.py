@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -243,6 +244,7 @@ def test_counting_again_rewrites_the_counts_from_the_history_and_keeps_what_the_
     assert (again["history"]["sha256"], again["history"]["rows"]) == (stored["history"]["sha256"],
                                                                       stored["history"]["rows"])
     assert set(again["counted"]) == {"commit", "dirty", "at"}
+    assert len(again["counted"]["commit"]) == 40 and int(again["counted"]["commit"], 16) >= 0
 
 
 def test_counting_again_refuses_a_history_other_than_the_one_the_file_was_counted_from(tmp_path):
@@ -254,6 +256,51 @@ def test_counting_again_refuses_a_history_other_than_the_one_the_file_was_counte
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and str(path) in done.stderr and "history.sha256" in done.stderr
     assert json.loads(path.read_text()) == stored
+
+
+def test_counting_again_names_a_history_row_the_explorer_would_not_write_in_one_line(tmp_path):
+    path, stored = _committed_result(tmp_path)
+    history = Path(stored["history"]["path"])
+    with gzip.open(history, "rt") as lines:
+        rows = [json.loads(line) for line in lines]
+    del rows[3]["schedule"]
+    with gzip.open(history, "wt") as lines:
+        lines.writelines(json.dumps(row) + "\n" for row in rows)
+    stored["history"]["sha256"] = hashlib.sha256(history.read_bytes()).hexdigest()
+    path.write_text(json.dumps(stored))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (2, f"explore: {history}: a row has no field 'schedule', which the "
+                                                 "explorer writes\n")
+    assert json.loads(path.read_text()) == stored
+
+
+def test_counting_again_refuses_a_file_missing_what_its_run_recorded(tmp_path):
+    path, stored = _committed_result(tmp_path)
+    del stored["seeds"]
+    path.write_text(json.dumps(stored))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (2, f"explore: {path}: seeds: missing; counting again keeps what the "
+                                                 "run recorded there\n")
+
+
+def test_the_runner_says_a_worker_waited_at_its_point_in_the_words_the_counting_reads():
+    """The window's rule reads the runner's `acted`: an action while a worker waited opens with PAUSED, one after
+    the worker exited short of its point does not."""
+    import ast
+
+    from experiments.explore.tally import PAUSED
+    from pipeline.recount import PAUSED as JUDGED
+
+    tree = ast.parse((ROOT / "experiments" / "explore" / "runner.py").read_text())
+    said = ["".join(part.value for part in node.args[0].values if isinstance(part, ast.Constant))
+            for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "_act"
+            and isinstance(node.args[0], ast.JoinedStr)]
+    waited = [text for text in said if " was paused at " in text or " was held at " in text]
+    assert PAUSED == JUDGED and len(waited) == 2 and all(text.startswith(PAUSED) for text in waited)
+    assert any("never reached" in text for text in said)
+    assert not any(text.startswith(PAUSED) for text in said if text not in waited)
 
 
 def test_counting_again_names_a_file_that_names_no_history(tmp_path):

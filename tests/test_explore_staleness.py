@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from experiments.explore.__main__ import main, parse_args
-from experiments.explore.staleness import COUNT_AGAIN, NO_RUN_READS, RERUN, not_run, report
+from experiments.explore.staleness import COUNT_AGAIN, COUNTING, NO_RUN_READS, RERUN, not_run, report
 
 
 def _git(repo, *args):
@@ -342,13 +342,13 @@ def test_make_rerun_stale_runs_the_commands_the_listing_gives_with_the_projects_
     assert run.startswith("xargs -r -P 3 ")
 
 
-def test_make_rerun_stale_then_counts_again_what_the_listing_says_only_the_counting_moved_for():
+def test_make_rerun_stale_first_counts_again_what_the_listing_says_only_the_counting_moved_for():
     root = Path(__file__).parents[1]
     dry = subprocess.run(["make", "-n", "--no-print-directory", "rerun-stale"], cwd=root,
                          capture_output=True, text=True, check=True).stdout
     recipes = [line for line in dry.splitlines() if " --stale | " in line]
-    assert "xargs" in recipes[0] and len(recipes) == 2
-    _, pick, run = recipes[1].split(" | ")
+    assert "xargs" in recipes[1] and len(recipes) == 2  # counting again first: seconds, and no run can stop it
+    _, pick, run = recipes[0].split(" | ")
     line = f"{COUNT_AGAIN}python -m experiments.explore.count_again results/reliability/explore_ledger.json"
     picked = subprocess.run(shlex.split(pick), input=f"{RERUN}python -m experiments.tamper\n{line}\n",
                             capture_output=True, text=True, check=True).stdout
@@ -395,3 +395,36 @@ def test_a_file_whose_runs_code_moved_too_is_run_again_not_counted_again(tmp_pat
     lines = report(out, repo)
     assert f"explore_ledger.json  {first[:8]}  1 file(s) changed since: interlock/recovery.py" in lines
     assert lines[-1] == f"{RERUN}python -m experiments.explore --hazard crash --jobs 2"
+
+
+def test_a_file_counted_at_a_commit_this_clone_lacks_cannot_be_told_up_to_date(tmp_path):
+    repo, out = tmp_path, tmp_path / "results" / "reliability"
+    out.mkdir(parents=True)
+    first = _history(repo, "experiments/explore/tally.py", "A = 2\n")
+    _result(out, "explore_ledger.json", first, counted={"commit": "f" * 40})
+    assert f"explore_ledger.json  {first[:8]}  cannot tell (the commit is not in this clone)" in report(out, repo)
+
+
+def test_the_counting_code_holds_only_definitions_so_a_run_executes_none_of_it_but_to_count():
+    """What makes a change to the counting safe to leave the runs standing: every process of a run imports these
+    modules (the package re-exports them), so their bodies hold imports, constants and definitions alone, and
+    only the code that counts or prints calls into them."""
+    root = Path(__file__).resolve().parents[1]
+    for path in COUNTING:
+        for node in ast.parse((root / path).read_text()).body:
+            assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign,
+                                     ast.AnnAssign, ast.Expr)), (path, ast.dump(node)[:80])
+            if isinstance(node, ast.Expr):
+                assert isinstance(node.value, ast.Constant), path  # a docstring, never a call
+    modules = {"experiments.explore." + Path(path).stem for path in COUNTING}
+    package = root / "experiments" / "explore" / "__init__.py"
+    reexported = {f"experiments.explore.{alias.asname or alias.name}" for node in ast.parse(package.read_text()).body
+                  if isinstance(node, ast.ImportFrom) and node.module in modules for alias in node.names}
+    explorer = root / "experiments" / "explore"
+    for source in root.glob("experiments/**/*.py"):
+        if source in (explorer / "__main__.py", package, explorer / "count_again.py") or \
+                source.relative_to(root).as_posix() in COUNTING:
+            continue
+        imported = {name for node in ast.walk(ast.parse(source.read_text()))
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) for name in _imported(root, source, node)}
+        assert not {n for n in imported if n in reexported or n.startswith(tuple(modules))}, source

@@ -141,3 +141,9 @@ def test_a_nothing_shared_figure_the_file_does_not_hold_as_a_number_is_bad_input
     assert str(raised.value).startswith(f"{tmp_path / 'gate.json'}: {field}: ")
     if problem:
         assert problem in str(raised.value)
+
+
+def test_a_figure_that_rounds_to_zero_from_below_shows_as_zero_not_minus_zero():
+    from pipeline.benchmarks import value
+
+    assert (value(-0.0), value(-0.0001), value(-0.002), value(0.0)) == ("0", "0", "-0.002", "0")

@@ -98,13 +98,26 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
             f"held: stored {held + 1}, derived {held} (counted again from "
             f"{results / 'reliability' / 'history' / NAME}.jsonl.gz)") in run.stderr
     assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
-    assert f"{held} of {schedules} held" in html.unescape((out / "site" / "reliability" / "index.html").read_text())
+    overview = html.unescape((out / "site" / "reliability" / "index.html").read_text())
+    assert f"{held} of {schedules} broke no rule" in overview
     page = html.unescape((out / "site" / "reliability" / "ledger" / "index.html").read_text())
-    assert f"{held} of {schedules} held" in page
+    assert f"{held} of {schedules} broke no rule" in page
+    counted = json.loads((COMMITTED / f"{NAME}.json").read_text())["counted"]["commit"][:8]
+    assert f"Its counts were made again from its history at commit <code>{counted}</code>." in page
     warning = page[page.index('<div class="admonition danger">'):]
     warning = warning[:warning.index("</div>")]
     assert "1 stored count differ from the judge's" in warning
     assert f"interlock</code> <code>held</code>: the file says {held + 1}, the history gives {held}" in warning
+
+
+def test_a_file_counted_again_after_its_run_names_the_code_that_counted_it(tmp_path):
+    def counted(data: dict) -> None:
+        data["counted"] = {"commit": "ab" * 20, "dirty": True, "at": "2026-12-07T08:46:06+00:00"}
+
+    [run] = reliability(_copy(tmp_path, counted)).explorations
+    assert run.counted_at is not None and (run.counted_at.short, run.counted_at.dirty) == ("abababab", True)
+    [plain] = reliability(_copy(tmp_path / "plain", lambda data: data.pop("counted", None))).explorations
+    assert plain.counted_at is None
 
 
 def test_a_history_line_that_is_not_json_names_the_file_and_the_line(tmp_path):

@@ -33,7 +33,15 @@ def count_again(path: Path) -> dict[str, Any]:
         raise HistoryUnreadable(f"{path}: history.path: {shown} is not a file here")
     if hashlib.sha256(history.read_bytes()).hexdigest() != stored["history"]["sha256"]:
         raise HistoryUnreadable(f"{path}: history.sha256: {history} is not the history the file was counted from")
-    result = summarize(history, path.parent, {key: stored[key] for key in RUN_FACTS if key in stored})
+    missing = [key for key in RUN_FACTS if key not in stored]
+    if missing:
+        raise HistoryUnreadable(f"{path}: {missing[0]}: missing; counting again keeps what the run recorded there")
+    try:
+        result = summarize(history, path.parent, {key: stored[key] for key in RUN_FACTS})
+    except KeyError as exc:
+        raise HistoryUnreadable(f"{history}: a row has no field {exc}, which the explorer writes") from None
+    except (TypeError, AttributeError, IndexError) as exc:
+        raise HistoryUnreadable(f"{history}: a row is not laid out as the explorer writes it ({exc})") from None
     code = code_now()
     result["counted"] = {"commit": code.commit, "dirty": code.dirty,
                          "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -63,12 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for path in paths:
         try:
-            result = count_again(path)
-        except (HistoryUnreadable, OSError) as exc:
+            write_json(path, count_again(path))
+        except HistoryUnreadable as exc:
             print(f"explore: {exc}", file=sys.stderr)
             return 2
-        write_json(path, result)
-        print(f"explore: counted {path} again from {result['history']['path']}", file=sys.stderr)
+        except OSError as exc:
+            print(f"explore: {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        print(f"explore: counted {path} again from its history", file=sys.stderr)
     return 0
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,8 +88,9 @@ def standings(out: Path, repo: Path) -> list[Standing]:
             counted = _counted_commit(stored) or commit
             if counted not in changed:
                 changed[counted] = _changed_since(counted, repo)
-            recount = tuple(f for f in changed[counted] or () if f in COUNTING) if _counts(name) else ()
-            moved = tuple(f for f in moved if f not in COUNTING)
+            counting = changed[counted]
+            recount = tuple(f for f in counting or () if f in COUNTING) if _counts(name) else ()
+            moved = tuple(f for f in moved if f not in COUNTING) if counting is not None else None
         seconds = stored.get("seconds")
         took = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
         found.append(Standing(name, commit, moved, _command(stored, provenance), took, unreadable, recount))
@@ -171,7 +173,8 @@ def report(out: Path, repo: Path) -> list[str]:
     for standing in sorted(found, key=_longest_first):
         if standing.changed and standing.command is not None and standing.command not in again:
             again.append(standing.command)
-    recount = [_shown(out / s.name, repo) for s in found if s.recount and not s.changed and s.unreadable is None]
+    recount = [shlex.quote(_shown(out / s.name, repo)) for s in found
+               if s.recount and not s.changed and s.unreadable is None]
     counting = [f"{COUNT_AGAIN}python -m experiments.explore.count_again {' '.join(recount)}"] if recount else []
     return lines + [f"{RERUN}{command}" for command in again] + counting
 

@@ -414,9 +414,11 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
         by_scenario = _reliability_pages(reliability)
         _page(env, "reliability.md.j2", docs / "reliability" / "index.md", reliability=reliability,
               pages=by_scenario)
+        raced = next((Markup(f"../{run.links.folder}/index.md#raced-dispatch") for run in runs
+                      if run.scenario.raced), None)
         for scenario, page, explored in by_scenario:
             _page(env, "reliability_scenario.md.j2", docs / "reliability" / f"{page}.md", scenario=scenario,
-                  runs=explored)
+                  runs=explored, raced=raced)
         _page(env, "peers.md.j2", docs / "peers.md", peers=_peer_cells(runs),
               peer_bench=next((b for b in benchmarks if b.name == "peers"), None))
         _page(env, "api.md.j2", docs / "api.md", modules=_api_modules())
