@@ -7,6 +7,7 @@ report another, and an unresolved send in a system's own record (a record-keepin
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -146,6 +147,25 @@ class Exploration:
                  for group, kinds in KIND_GROUPS]
         other = [(k, k.replace("_", " "), meaning[k]) for k in meaning if k not in known]
         return [(g, ks) for g, ks in shown + [("other", other)] if ks]
+
+    def hazard_effects_in_full(self) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+        """What the hazard did, per aspect, with each system's runs the aspect did not touch counted too (a slow
+        write whose schedule killed no one while it waited), so that every system's counts add up to its runs."""
+        runs = {s.system: s.schedules for s in self.systems}
+        shown = []
+        for aspect, counts in self.hazard_effects:
+            touched: Counter[str] = Counter()
+            for what, n in counts:
+                touched[what.split(": ", 1)[0]] += n
+            rest = [(f"{system}: {UNTOUCHED.get(aspect, 'not struck')}", runs[system] - touched[system])
+                    for system in runs if runs[system] > touched[system]]
+            shown.append((aspect, tuple(sorted([*counts, *rest]))))
+        return tuple(shown)
+
+
+# What a run the hazard's aspect did not touch went through, in the words of that aspect.
+UNTOUCHED = {"in_flight": "no kill or recoverer while its request waited", "interrupt": "no worker held",
+             "journal_cut": "no cut drawn"}
 
 
 @dataclass(frozen=True)

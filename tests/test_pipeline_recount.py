@@ -308,3 +308,14 @@ def test_each_systems_runs_are_tallied_by_the_fence_its_schedules_drew_and_add_u
             assert sum(t.held for t in tallies) == system.held
             assert sum(t.violated for t in tallies) == system.violated
             assert sum(t.violated_in_window for t in tallies) == system.violated_in_window
+
+
+def test_what_the_hazard_did_counts_the_runs_it_left_alone_so_each_system_adds_up_to_its_runs(tmp_path):
+    [run] = reliability(_copy(tmp_path)).explorations
+    [(aspect, counts)] = run.hazard_effects_in_full()
+    assert aspect == "in_flight"
+    for system in run.systems:
+        mine = {what: n for what, n in counts if what.startswith(f"{system.system}: ")}
+        assert sum(mine.values()) == system.schedules
+        assert mine[f"{system.system}: no kill or recoverer while its request waited"] == system.schedules - sum(
+            n for what, n in dict(run.hazard_effects)[aspect] if what.startswith(f"{system.system}: "))
