@@ -108,7 +108,8 @@ def run_agent(client: anthropic.Anthropic, app: Interlock, calendar: Calendar, r
                 str(args.get("request_id")), str(args.get("start")), str(args.get("end")))
             outcomes.append(outcome)
             results.append({"type": "tool_result", "tool_use_id": use.id, "is_error": outcome.landed is not True,
-                            "content": json.dumps({"status": outcome.status.value, "evidence": outcome.evidence})})
+                            "content": json.dumps({"status": outcome.status.value, "reason": outcome.reason,
+                                                        "evidence": outcome.evidence})})
         messages.append({"role": "user", "content": results})
     return outcomes
 

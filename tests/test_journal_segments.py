@@ -85,3 +85,17 @@ def test_settled_segments_are_archived_and_still_read_from_the_archive(tmp_path)
             journal.effect(f"{2:012x}")
     assert receipts(path).returncode == 2
     assert receipts(path, "--archive", str(archive)).returncode == 0
+
+
+def test_receipts_on_a_journal_whose_every_rolled_segment_was_archived_say_to_pass_the_archive(tmp_path):
+    path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
+    with Journal(path, segment_bytes=4096, archive=archive) as journal:
+        fill(journal, 0, 40)
+        journal.archive_settled()
+        assert not rolled_segments(path, None) and rolled_segments(archive / path.name, None)
+    alone = receipts(path)
+    verdict = json.loads(alone.stdout)
+    assert not verdict["valid"]
+    assert any(p.endswith("; a journal whose rolled segments were archived is read with --archive DIR")
+               for p in verdict["problems"]), verdict["problems"]
+    assert receipts(path, "--archive", str(archive)).returncode == 0

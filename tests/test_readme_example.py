@@ -14,7 +14,7 @@ SLOT = ("2026-12-07T10:00", "2026-12-07T11:00")
 
 
 def _example() -> str:
-    found = re.search(r"## Put the gate in your agent\n\n```python\n(.*?)```", README.read_text(), re.S)
+    found = re.search(r"## Put the gate in your agent\n\n.*?```python\n(.*?)```", README.read_text(), re.S)
     assert found is not None, "the README lost its gate example"
     return found.group(1)
 
@@ -39,7 +39,10 @@ def _run(tmp_path: Path, monkeypatch: Any, calendar: dict[str, dict[str, str]], 
         looked.append(1)
         return seen
 
-    namespace: dict[str, Any] = {"request_is_live": lambda request_id: True, "events_between": looking,
+    def others_in_slot(request_id: str, start: str, end: str) -> list[dict[str, str]]:
+        return looking(start, end)
+
+    namespace: dict[str, Any] = {"request_is_live": lambda request_id: True, "others_in_slot": others_in_slot,
                                  "insert_event": insert_event, "find_event": calendar.get,
                                  "start": SLOT[0], "end": SLOT[1]}
     try:

@@ -317,7 +317,9 @@ def _verify_journal_file(opened: Opened, check: JournalCheck) -> Verdict:
     if mark is not None:
         why = disagreement(mark, end=stream.end, entries=stream.lines)
         if why is not None:
-            result["problems"].append(f"line {stream.lines + 1}: {why} ({stream.path}.witness)")
+            hint = "; a journal whose rolled segments were archived is read with --archive DIR" if (
+                stream.archive is None) else ""
+            result["problems"].append(f"line {stream.lines + 1}: {why} ({stream.path}.witness){hint}")
             result["valid"] = False
     return result, effects
 
