@@ -3,7 +3,9 @@
 A scenario file is judged cell by cell (a shipped published run only while its bytes are the published ones); an
 exploration (`results/reliability/explore_*.json`) is counted again from the history stored beside it. Exit 0 when
 every verdict and count a file stores equals the derived one (or it stores none), 1 when any differs (each
-difference is one line on stderr), 2 when a file cannot be read as artifacts (one line naming file and field).
+difference is one line on stderr), 2 when a file cannot be read as artifacts (one line naming file and field) or an
+exploration cannot be counted again (no history beside it). Every file that can be judged is judged and printed,
+whatever another file holds.
 """
 
 from __future__ import annotations
@@ -43,26 +45,30 @@ def judge_main(argv: list[str]) -> int:
     parser.add_argument("files", nargs="+", metavar="FILE", help="result file (results/*/*.json)")
     parser.add_argument("--json", action="store_true", help="print {cells, explorations, disagreements} as one JSON object")
     args = parser.parse_args(argv)
-    try:
-        files = [judge_file(path) for path in args.files]
-    except BadInput as exc:
-        print(printable(str(exc)), file=sys.stderr)
-        return 2
+    files: list[Scenario | Exploration] = []
+    unreadable = []
+    for path in args.files:
+        try:
+            files.append(judge_file(path))
+        except BadInput as exc:
+            unreadable.append(printable(str(exc)))
     scenarios = [f for f in files if isinstance(f, Scenario)]
     explorations = [f for f in files if isinstance(f, Exploration)]
     found = [d for f in files for d in f.disagreements]
-    if args.json:
+    if args.json and files:
         print(json.dumps({"cells": [{"file": s.source, **cell.as_json()} for s in scenarios for cell in s.cells],
                           "explorations": [_counts(run) for run in explorations],
                           "disagreements": [d.as_json() for d in found]}, indent=1))
-    else:
+    elif files:
         print("\n\n".join(as_text(f) if isinstance(f, Scenario) else exploration_text(f) for f in files))
     for disagreement in found:
         print(f"disagreement: {disagreement.line()}", file=sys.stderr)
-    for run in explorations:
-        if run.recounted is None:
-            print(f"not counted again: {printable(run.source)} has no history beside it", file=sys.stderr)
-    return 1 if found else 0
+    uncounted = [run for run in explorations if run.recounted is None]
+    for run in uncounted:
+        print(f"not counted again: {printable(run.source)} has no history beside it", file=sys.stderr)
+    for line in unreadable:
+        print(line, file=sys.stderr)
+    return 2 if unreadable or uncounted else 1 if found else 0
 
 
 def _counts(run: Exploration) -> dict[str, object]:

@@ -6,6 +6,7 @@ report another, and an unresolved send in a system's own record (a record-keepin
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -270,6 +271,10 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
     stored_history = history_of(path)
     if not stored_history.is_file():
         return run
+    if history is not None and history.opt("sha256", "string") is not None and \
+            hashlib.sha256(stored_history.read_bytes()).hexdigest() != history.get("sha256", "string"):
+        raise history.at("sha256").bad(f"the history beside the file, {stored_history.name}, is not the one it was "
+                                       "counted from (its sha256 differs)")
     counted = recount(stored_history, str(Path(shown).parent / "history" / stored_history.name))
     return replace(run, systems=_counted_systems(run, counted), retried=tuple(Retried(*r) for r in counted.retried),
                    hazard_effects=tuple((aspect, tuple(said.items())) for aspect, said in

@@ -5,6 +5,7 @@ line naming the file and the line."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import html
 import json
 import shutil
@@ -127,6 +128,7 @@ def test_a_history_line_that_is_not_json_names_the_file_and_the_line(tmp_path):
     lines[1] = lines[1][:100]
     with gzip.open(history, "wt") as out:
         out.write("\n".join(lines) + "\n")
+    _resealed(folder)
     with pytest.raises(BadInput, match=rf"history/{NAME}\.jsonl\.gz line 2: \$: not a JSON row"):
         reliability(folder)
 
@@ -138,6 +140,7 @@ def test_a_history_row_missing_a_field_names_the_line_and_the_field(tmp_path):
     del rows[2]["truth"]["live"]
     with gzip.open(history, "wt") as out:
         out.writelines(json.dumps(row) + "\n" for row in rows)
+    _resealed(folder)
     with pytest.raises(BadInput, match=rf"{NAME}\.jsonl\.gz line 3: truth\.live: missing"):
         reliability(folder)
 
@@ -230,6 +233,16 @@ def _history(folder: Path, rows: list) -> Path:
     history = folder / "history" / f"{NAME}.jsonl.gz"
     with gzip.open(history, "wt") as out:
         out.writelines(json.dumps(row) + "\n" for row in rows)
+    return _resealed(folder)
+
+
+def _resealed(folder: Path) -> Path:
+    """The history beside the summary, its sha256 recorded in the summary as the explorer records the one it wrote:
+    the damage is in what the explorer wrote, not a history swapped in after."""
+    history, summary = folder / "history" / f"{NAME}.jsonl.gz", folder / f"{NAME}.json"
+    data = json.loads(summary.read_text())
+    data["history"]["sha256"] = hashlib.sha256(history.read_bytes()).hexdigest()
+    summary.write_text(json.dumps(data))
     return history
 
 
@@ -243,8 +256,38 @@ def test_a_history_whose_compressed_data_is_damaged_is_one_line_naming_it(tmp_pa
     data = bytearray(history.read_bytes())
     data[len(data) // 2: len(data) // 2 + 64] = bytes(64)
     history.write_bytes(bytes(data))
+    _resealed(folder)
     with pytest.raises(BadInput, match=rf"history/{NAME}\.jsonl\.gz( line \d+)?: \$: (cannot read|not a JSON row)"):
         reliability(folder)
+
+
+def test_a_history_other_than_the_one_the_file_was_counted_from_is_one_line_naming_the_hash(tmp_path):
+    folder = _copy(tmp_path)
+    rows = _committed_rows()
+    _history(folder, rows[:-1])
+    summary = json.loads((folder / f"{NAME}.json").read_text())
+    summary["history"]["sha256"] = hashlib.sha256(b"another history").hexdigest()
+    (folder / f"{NAME}.json").write_text(json.dumps(summary))
+    with pytest.raises(BadInput, match=rf"{NAME}\.json: history\.sha256: the history beside the file, {NAME}\.jsonl"
+                                       r"\.gz, is not the one it was counted from \(its sha256 differs\)"):
+        reliability(folder)
+    run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(folder / f"{NAME}.json")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "history.sha256" in run.stderr
+
+
+def test_judge_judges_every_file_it_can_and_names_each_it_cannot(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    alone = tmp_path / "alone" / f"{NAME}.json"
+    alone.parent.mkdir()
+    alone.write_bytes((COMMITTED / f"{NAME}.json").read_bytes())
+    run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(broken), str(COMMITTED / f"{NAME}.json"),
+                          str(alone)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert run.stdout.count("slow_service") >= 2  # both explorations printed, the one with no history too
+    assert run.stderr.splitlines()[0] == f"not counted again: {alone} has no history beside it"
+    assert run.stderr.splitlines()[1].startswith(f"{broken}: ") and len(run.stderr.splitlines()) == 2
 
 
 def test_an_empty_history_is_bad_input_not_a_file_of_no_runs(tmp_path):
