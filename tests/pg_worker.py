@@ -1,7 +1,7 @@
 """A gate worker process on a journal (PostgreSQL or JSONL) and a file ledger; plus the throwaway cluster fixtures.
 
-Run as a script: `python tests/pg_worker.py --journal URL --ledger FILE --keys a,b,c` submits each key's effect
-through the gate and prints one JSON line per effect. INTERLOCK_KILL_AT / INTERLOCK_PAUSE_AT stop it at a named
+From the repository root, `python -m tests.pg_worker --journal URL --ledger FILE --keys a,b,c` submits each key's
+effect through the gate and prints one JSON line per effect. INTERLOCK_KILL_AT / INTERLOCK_PAUSE_AT stop it at a named
 point (the experiments' crash hook, experiments.crash). The ledger is the stand-in service and the ground truth:
 either a file (`--ledger FILE`: one line per apply, never deduplicated, so a second send shows as a second line)
 or the ledger write service over HTTP (`--service URL`, experiments.services.ledger: slow writes that outlive
@@ -33,7 +33,7 @@ from interlock import Effect, FunctionTarget, Gate, InterlockError
 from interlock.backends import open_journal
 from interlock.targets.base import TIER_LOOKUP, Rejected
 
-WORKER = Path(__file__).resolve()
+ROOT = Path(__file__).resolve().parents[1]  # the worker runs as `python -m tests.pg_worker` from here
 
 
 class FileLedger:
@@ -157,7 +157,7 @@ def worker_command(journal: str, ledger: Path | str, keys: list[str], **options:
         flag = f"--{name.replace('_', '-')}"
         flags += [flag] if value is True else [flag, str(value)]
     where = ["--service", ledger] if str(ledger).startswith("http://") else ["--ledger", str(ledger)]
-    return [sys.executable, str(WORKER), "--journal", journal, *where, "--keys", ",".join(keys), *flags]
+    return [sys.executable, "-m", "tests.pg_worker", "--journal", journal, *where, "--keys", ",".join(keys), *flags]
 
 
 def outcomes(stdout: str) -> list[dict[str, Any]]:
@@ -169,7 +169,7 @@ def start(journal: str, ledger: Path | str, keys: list[str], env: dict[str, str]
           **options: Any) -> subprocess.Popen:
     """Start a worker process on `journal` and `ledger` (a file or the service's URL)."""
     return subprocess.Popen(worker_command(journal, ledger, keys, **options), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
 def paused_at(point: str, pause: Path) -> dict[str, str]:
