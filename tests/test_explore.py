@@ -303,6 +303,16 @@ def test_the_runner_says_a_worker_waited_at_its_point_in_the_words_the_counting_
     assert not any(text.startswith(PAUSED) for text in said if text not in waited)
 
 
+def test_counting_again_says_how_it_is_used_when_asked_or_given_nothing():
+    asked = subprocess.run([sys.executable, "-m", "experiments.explore.count_again", "--help"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    bare = subprocess.run([sys.executable, "-m", "experiments.explore.count_again"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert (asked.returncode, bare.returncode) == (0, 2)
+    assert asked.stdout.startswith("usage: python -m experiments.explore.count_again RESULT...")
+    assert bare.stderr.startswith("usage: ") and not bare.stdout
+
+
 def test_counting_again_names_a_file_that_names_no_history(tmp_path):
     path = tmp_path / "explore_ledger.json"
     path.write_text(json.dumps({"history": {"path": 3}}))

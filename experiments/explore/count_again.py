@@ -65,10 +65,12 @@ def _stored_result(path: Path) -> tuple[dict[str, Any], str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Rewrite each named result file with its counts from its history; exit 2 at the first that cannot be."""
-    paths = [Path(arg) for arg in (sys.argv[1:] if argv is None else argv)]
-    if not paths:
-        print("usage: python -m experiments.explore.count_again RESULT...", file=sys.stderr)
-        return 2
+    args = sys.argv[1:] if argv is None else argv
+    if not args or {"-h", "--help"} & set(args):
+        print(f"usage: python -m experiments.explore.count_again RESULT...\n\n{__doc__}",
+              file=sys.stdout if args else sys.stderr)
+        return 0 if args else 2
+    paths = [Path(arg) for arg in args]
     for path in paths:
         try:
             write_json(path, count_again(path))
