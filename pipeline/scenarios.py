@@ -54,7 +54,8 @@ _GCP_REDEPLOY = {"outage": "a human redeploys v43 during the outage, with no pre
                  "recovery": "raced recovery: the human redeploys v43 while the restart worker is paused right "
                              "before its resend"}
 _CUT_PHRASE = ("no SIGKILL, the connection is cut after the {service} committed the agent's {write}, so the first "
-               "worker never reads the answer; the first worker's own outcome is the one that matters")
+               "worker never reads the answer; a restart worker follows, as after every fault, and the answer scored is "
+               "the last worker's")
 _CALENDAR_CRASH = {"before_send": "the first worker is SIGKILLed right before its insert",
                    "after_commit": "the first worker is SIGKILLed right after Calendar answered its insert",
                    "network_cut": _CUT_PHRASE.format(service="calendar", write="insert")}
@@ -65,7 +66,8 @@ _CALENDAR_ACTION = {
     "pre_busy": "a customer event is on the slot before the job is decided, so a system that refuses there never "
                 "reaches the crash point",
     "raced_busy": "raced, no SIGKILL, the worker pauses between its check and its insert while a customer event "
-                  "lands, then goes on; the first worker's own outcome is the one that matters",
+                  "lands, then goes on; a restart worker follows, as after every fault, and the answer scored is the "
+                  "last worker's",
 }
 
 

@@ -245,3 +245,10 @@ def test_an_edited_published_copy_shows_its_disagreements_beside_its_figures(tmp
     assert (found.fault, found.system, found.column, found.stored, found.derived) == (
         "after_commit/none", "no_check", "can_prove_what_happened", True, False)
     assert figures["calendar"]["scenario"].disagreements == (found,)
+
+
+def test_an_answer_that_claims_neither_reads_cannot_say_beside_the_published_run():
+    from pipeline.render.env import figure
+
+    assert (figure(None, "answer_matches"), figure(None, "seconds_to_settle"), figure(False, "answer_matches")) == (
+        "cannot say", "none", "no")

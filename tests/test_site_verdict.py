@@ -97,3 +97,27 @@ def test_a_tie_on_time_says_which_figure_is_the_gates_and_which_the_baselines():
     text = _pair_sentence(GCP, "interlock", "hand_check", pairs)
     assert text.startswith("On the one fault both ran (a), hand_check ties interlock")
     assert "they tie on time: interlock about 0.4s from crash to settled against about 0.6s for hand_check." in text
+
+
+def _gcp_run() -> tuple[object, list]:
+    from pathlib import Path
+
+    from pipeline.derive import judged
+    from pipeline.load import read
+
+    path = Path(__file__).resolve().parents[1] / "results" / "scenarios" / "gcp_resource.json"
+    return judged(read(str(path)), str(path)), read(str(path)).value["cells"]
+
+
+def test_versioning_off_is_blamed_only_for_answers_right_with_versioning_on():
+    scenario, raw = _gcp_run()
+    note = headline.versioning_off(scenario, raw)
+    wrong = {(c.fault, c.system) for c in scenario.cells if c.answer_matches is False}
+    blamed = sorted({s for f, s in wrong if f.endswith("_versioning_off")
+                     and (f.removesuffix("_versioning_off"), s) not in wrong})
+    anyway = sorted({s for f, s in wrong if f.endswith("_versioning_off")
+                     and (f.removesuffix("_versioning_off"), s) in wrong})
+    assert blamed and anyway  # the committed run has both: lookups blind to a replaced write, and no lookup at all
+    said, _, apart = note.partition(" Wrong in the same faults with versioning on as well")
+    assert all(f"{s} in " in said for s in blamed) and not any(f"{s} in " in said for s in anyway)
+    assert all(f"{s} in " in apart for s in anyway)

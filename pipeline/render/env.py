@@ -141,11 +141,14 @@ def column_title(column: str) -> str:
     return _COLUMN_TITLES.get(column, column)
 
 
-def figure(value: Any) -> str:
-    """One published-or-ours figure as a word: yes/no for flags, the value itself otherwise."""
+def figure(value: Any, column: str | None = None) -> str:
+    """One published-or-ours figure as a word: yes/no for flags, "cannot say" for an answer that claims neither,
+    the value itself otherwise."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return "none" if value is None else plain(value)
+    if value is None:
+        return "cannot say" if column == "answer_matches" else "none"
+    return plain(value)
 
 
 def truth_sources(run: Scenario) -> str:

@@ -174,18 +174,31 @@ def raced_slips(scenario: Scenario) -> str | None:
 
 
 def versioning_off(scenario: Scenario, raw_cells: Sequence[Mapping[str, Any]]) -> str | None:
-    """What the faults with object versioning off did to the systems whose lookups read the version listing."""
+    """What the faults with object versioning off did to the systems whose lookups read the version listing: a
+    wrong answer there counts against versioning only where the same system answered right in the same fault with
+    versioning on (the fault named without `_versioning_off`), and is said apart where it did not."""
     off = {scenario.cells[i].fault for i, raw in enumerate(raw_cells)
            if i < len(scenario.cells) and raw.get("object_versioning") is False}
     if not off:
         return None
     cells = [c for c in scenario.cells if c.fault in off]
-    wrong = [s for s in dict.fromkeys(c.system for c in cells)
-             if any(c.answer_matches is False for c in cells if c.system == s)]
+    right_on = {(c.fault, c.system) for c in scenario.cells if c.fault not in off and c.answer_matches is not False}
+    faults = {c.fault for c in scenario.cells}
+    misses: dict[str, list[int]] = {}  # system: [wrong because of versioning, wrong with versioning on as well]
+    for c in cells:
+        if c.answer_matches is False:
+            twin = c.fault.removesuffix("_versioning_off")
+            blamed = twin == c.fault or twin not in faults or (twin, c.system) in right_on
+            misses.setdefault(c.system, [0, 0])[0 if blamed else 1] += 1
     n = len(off)
     lead = (f"Object versioning off ({n} fault{'s' if n != 1 else ''}): a lookup cannot see a write that a later "
             "write replaced")
-    if not wrong:
+    versioned = [f"{s} in {m[0]}" for s, m in misses.items() if m[0]]
+    anyway = [f"{s} in {m[1]}" for s, m in misses.items() if m[1]]
+    if not misses:
         return lead + "; every answer still matched the store."
-    detail = ", ".join(f"{s} in {sum(c.answer_matches is False for c in cells if c.system == s)}" for s in wrong)
-    return lead + f", so a system could answer that its write had not landed when it had: {detail}."
+    text = (lead + f", so a system could answer that its write had not landed when it had: {', '.join(versioned)}."
+            if versioned else lead + "; no answer went wrong for that.")
+    if anyway:
+        text += (f" Wrong in the same faults with versioning on as well, so not for versioning: {', '.join(anyway)}.")
+    return text
