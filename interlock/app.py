@@ -354,8 +354,8 @@ class Interlock:
     journal and claims), or a journal opened with options of its own (`Journal(path, key=..., segment_bytes=...)`,
     `PgJournal(url)`), which the app then closes with its claims. A path with no journal at it starts an empty
     one, so a restarted worker must name the very journal its predecessor wrote: at another path `recover()` finds
-    nothing open and a call sends afresh. `agent` names who decides, journaled with each decision. `claim_wait` is how long a call
-    waits for another process holding the same effect, and for a request to an unfenced service that may still
+    nothing open and a call sends afresh. `agent` names who decides, journaled with each decision. `claim_wait` is
+    how long a call waits for another process holding the same effect, and for a request to an unfenced service that may still
     land; 0 fails fast with IN_FLIGHT. `claim_ttl` bounds how long a stopped holder keeps a claim. `hooks` receives
     the gate's fault points (`interlock.hooks`), for tests.
     """

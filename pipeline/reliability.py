@@ -106,6 +106,11 @@ class RunAt:
         return self.commit[:8]
 
 
+# What a run the hazard's aspect did not touch went through, in the words of that aspect.
+UNTOUCHED = {"in_flight": "no kill or recoverer while its request waited", "interrupt": "no worker held",
+             "journal_cut": "no cut drawn"}
+
+
 @dataclass(frozen=True)
 class Exploration:
     """One explore_<scenario>.json."""
@@ -162,11 +167,6 @@ class Exploration:
                     for system in runs if runs[system] > touched[system]]
             shown.append((aspect, tuple(sorted([*counts, *rest]))))
         return tuple(shown)
-
-
-# What a run the hazard's aspect did not touch went through, in the words of that aspect.
-UNTOUCHED = {"in_flight": "no kill or recoverer while its request waited", "interrupt": "no worker held",
-             "journal_cut": "no cut drawn"}
 
 
 @dataclass(frozen=True)

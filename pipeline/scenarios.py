@@ -54,8 +54,8 @@ _GCP_REDEPLOY = {"outage": "a human redeploys v43 during the outage, with no pre
                  "recovery": "raced recovery: the human redeploys v43 while the restart worker is paused right "
                              "before its resend"}
 _CUT_PHRASE = ("no SIGKILL, the connection is cut after the {service} committed the agent's {write}, so the first "
-               "worker never reads the answer; a restart worker follows, as after every fault, and the answer scored is "
-               "the last worker's")
+               "worker never reads the answer; a restart worker follows, as after every fault, and the answer scored "
+               "is the last worker's")
 _CALENDAR_CRASH = {"before_send": "the first worker is SIGKILLed right before its insert",
                    "after_commit": "the first worker is SIGKILLed right after Calendar answered its insert",
                    "network_cut": _CUT_PHRASE.format(service="calendar", write="insert")}

@@ -370,7 +370,8 @@ def test_a_change_to_the_counting_alone_leaves_the_runs_standing_and_asks_to_cou
     assert f"tamper.json  {first[:8]}  up to date" in lines
     assert f"scenarios/calendar.json  {first[:8]}  up to date" in lines
     assert not [line for line in lines if line.startswith(RERUN)]
-    assert lines[-1] == f"{COUNT_AGAIN}python -m experiments.explore.count_again results/reliability/explore_ledger.json"
+    assert lines[-1] == (f"{COUNT_AGAIN}python -m experiments.explore.count_again "
+                         "results/reliability/explore_ledger.json")
 
 
 def test_a_file_counted_again_since_the_counting_changed_is_up_to_date(tmp_path):
