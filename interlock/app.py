@@ -16,8 +16,8 @@
         app.recover()                                 # after a crash: settle every open effect
 
 A decorated function is called like the function it wraps and returns an `Outcome` instead of its value (the
-value is the outcome's `evidence`). Every callable given to `effect` (key, lease, facts, expect, lookup) receives
-the call's own arguments.
+value, as the journal holds it, is the outcome's `evidence`). Every callable given to `effect` (key, lease, facts,
+expect, lookup) receives the call's own arguments.
 
 **Premises are the values the agent saw.** The caller passes them as `observed={fact: value}` (a keyword the
 decorator reserves) and they are journaled as the decision, then compared with each fact's reader before every
@@ -266,26 +266,30 @@ _UNASKED: Any = object()
 
 class _AnsweredLease:
     """The lease an action's `lease=` function answers. A check asks whether it is live, then for its description:
-    the function is called once for both, so what is journaled is the answer the gate went by."""
+    the function is called once for both, so what is journaled is the answer the gate went by. The proposal asks
+    for the description first, so an answer the gate cannot use is refused before anything is journaled."""
 
     def __init__(self, action: str, answer: Callable[[], Any]):
         self._action, self._answer = action, answer
         self._held: Any = _UNASKED  # the answer `is_live` read, for the `describe` that follows it
 
     def is_live(self) -> bool:
-        self._held = found = self._answer()
-        if isinstance(found, Lease):
-            return found.is_live()
-        if type(found) is not bool:  # a status such as "cancelled" is truthy: never let it pass for live
-            raise ConfigurationError(f"{self._action}: lease= returned {found!r}; it must return True or False, or "
-                                     "a Lease")
-        return found
+        self._held = found = self._ask()
+        return found.is_live() if isinstance(found, Lease) else found
 
     def describe(self) -> Any:
         found, self._held = self._held, _UNASKED
         if found is _UNASKED:
-            found = self._answer()
+            found = self._ask()
         return found.describe() if isinstance(found, Lease) else None
+
+    def _ask(self) -> Any:
+        """The function's answer, which must be True, False or a Lease."""
+        found = self._answer()
+        if type(found) is not bool and not isinstance(found, Lease):  # a status such as "cancelled" is truthy
+            raise ConfigurationError(f"{self._action}: lease= returned {found!r}; it must return True or False, or "
+                                     "a Lease")
+        return found
 
 
 class Action(Generic[P]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .errors import ConfigurationError
 from .leases import Lease
 
 
@@ -41,10 +42,13 @@ class Check:
 
 
 def check(lease: Lease | None, premises_check: Callable[[], list[str]]) -> Check:
-    """Look at the lease first; read the premises only while it is live."""
+    """Look at the lease first; read the premises only while it is live. A lease answering anything but True or
+    False is a ConfigurationError: a truthy status ("cancelled", 1) never passes for live, None never for ended."""
     if lease is None:
         return Check(True, None, tuple(premises_check()))
     live = lease.is_live()
+    if type(live) is not bool:
+        raise ConfigurationError(f"{type(lease).__name__}.is_live() returned {live!r}; it must return True or False")
     described = lease.describe()
     if not live:
         return Check(False, described)

@@ -164,13 +164,14 @@ class Gate:
                 return self._recovery(effect, claim).settle(self.claim_wait)
             return self._recovery(effect, claim).send_failed(exc, looked, self.claim_wait)
         self.hooks.reach(points.AFTER_COMMIT)
-        committed = {"via": "send", "result": as_evidence(result), "epoch": claim.epoch}
+        evidence = as_evidence(result)  # reported as journaled: a later submit reads back the same value
+        committed = {"via": "send", "result": evidence, "epoch": claim.epoch}
         release_after = getattr(claim, "release_after", None)
         if release_after is None:
             append_claimed(self.journal, claim, COMMITTED, eid, committed)
         else:  # COMMITTED in the release's own round trip
             release_after(COMMITTED, committed)
-        return Outcome(Status.COMMITTED, eid, result)
+        return Outcome(Status.COMMITTED, eid, evidence)
 
     def _journal_dispatch(self, eid: str, claim: ClaimLike, data: dict[str, Any],
                           recheck: Callable[[], Check]) -> Check | None:

@@ -26,7 +26,7 @@ import msgspec
 
 from .canonical import HASH_FIELD, canonical_bytes, laid_out_holds, line_holds, loads, sealed_line
 from .collector import collector_paused
-from .errors import ClaimLost, JournalCorrupt, JournalError
+from .errors import ClaimLost, ConfigurationError, JournalCorrupt, JournalError
 from .forks import refuse_if_forked
 from .index import Checkpoint, EffectIndex
 from .kinds import KINDS, LATE_RESULT, RESOLUTIONS, SENDS, settles, settling
@@ -204,6 +204,7 @@ class Journal:
             with self._mutex:
                 _take(self._lock)
                 try:
+                    self._opens_the_chain()
                     covered = self._index.covered()
                     if covered is not None:
                         self._resume(covered)
@@ -213,6 +214,21 @@ class Journal:
         except BaseException:
             self.close()
             raise
+
+    def _opens_the_chain(self) -> None:
+        """With no rolled segment found before it, the live file must start the chain: one whose first entry
+        comes later lost the segments before it from where they were looked for, which would otherwise read as a
+        journal cut short."""
+        if self._files.base or not self._files.size():
+            return
+        try:
+            seq = read_fields(line_at(self._files.pread, 0).rstrip(b"\n")).seq
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return  # not an entry: the read from the start names the damage
+        if type(seq) is int and seq > 0:
+            raise JournalCorrupt(f"{self.path}:1: the first entry is seq {seq}, and no segment before it was found "
+                                 f"beside the journal or in {self._files.archive or 'an archive directory'}: a "
+                                 "journal whose rolled segments were archived is opened with archive=DIR")
 
     @property
     def checkpoints_path(self) -> Path:
@@ -537,6 +553,9 @@ class Journal:
     def archive_settled(self) -> list[Path]:
         """Checkpoint, then move every rolled segment that holds nothing recovery still needs (it ends before the
         checkpoint and before the first entry of every effect with a send open) to the archive directory."""
+        if self._files.archive is None:
+            raise ConfigurationError(f"{self.path}: archive_settled needs an archive directory: open the journal with "
+                                     "archive=DIR")
         with self._locked():
             self._checkpoint(self._key)
             first_open = [r.offsets[0] for r in self._open_records()]

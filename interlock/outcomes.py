@@ -83,13 +83,15 @@ class Status(str, enum.Enum):
 class Outcome:
     """What the gate reports for one effect.
 
-    `evidence` is what the service answered (or what a lookup found): on the call that sent, the value itself; on
-    a later call that reads it back from the journal (DUPLICATE_IGNORED, a recovery), the journaled form, in which
-    a value JSON cannot hold (a datetime, bytes) stands as `{"python_repr": ...}`. `rechecked` the last check of
-    lease and premises; `error` the type and message of an exception raised by the send, journaled with it; `decide_at`
-    (epoch seconds), for IN_FLIGHT, when a request that may still land can no longer land, so recovery can decide;
-    `reason`, for a refusal, why, as journaled with it: a list of the facts that moved (each a line of text) for a
-    premise that moved, else one text (the lease not live, the service's answer, the error the send raised).
+    `evidence` is what the service answered (or what a lookup found) as the journal holds it, so the call that sent
+    and a later call that reads it back from the journal (DUPLICATE_IGNORED, a recovery) report the same value: one
+    JSON cannot hold (a datetime, bytes) stands as `{"python_repr": ...}` on both, and on a recovery's resend or
+    lookup. `rechecked` the last check of lease and premises; `error` the type and message
+    of an exception raised by the send, journaled with it; `decide_at` (epoch seconds), for IN_FLIGHT, when a
+    request that may still land can no longer land, so recovery can decide; `reason`, for a refusal, why, as
+    journaled with it, so a later call that reads it back reports the same value: a list of the facts that moved
+    (each a line of text) for a premise the gate found moved, else one text (the lease not live, the service's
+    answer, the error the send raised, the code of a refusal at recovery).
     """
 
     status: Status

@@ -236,12 +236,13 @@ class Recovery:
             return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=error or describe_error(exc))
         if found is None:
             return None
-        data: dict[str, Any] = {"via": "recovery-query", "found": as_evidence(found),
+        evidence = as_evidence(found)  # reported as journaled, as every submit reports it
+        data: dict[str, Any] = {"via": "recovery-query", "found": evidence,
                                 "rechecked": rechecked.journaled() if rechecked else None, "epoch": self.claim.epoch}
         if error is not None:
             data["error"] = error
         append_settled(self.journal, self.claim, COMMITTED, self.eid, data)
-        return Outcome(Status.COMMITTED_ON_QUERY, self.eid, found, rechecked, error=error)
+        return Outcome(Status.COMMITTED_ON_QUERY, self.eid, evidence, rechecked, error=error)
 
     def _settle_unsent(self, rechecked: Check) -> Outcome:
         """The facts or the lease moved, so nothing may be sent: the lookup says whether a send landed, once no
@@ -283,10 +284,10 @@ class Recovery:
                 return self._look_after_lost(rechecked, exc)
             return self.send_failed(exc, rechecked)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
+        evidence = as_evidence(result)
         append_settled(self.journal, self.claim, COMMITTED, self.eid,
-                       {"via": via, "result": as_evidence(result), "rechecked": rechecked.journaled(),
-                        "epoch": self.claim.epoch})
-        return Outcome(status, self.eid, result, rechecked)
+                       {"via": via, "result": evidence, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
+        return Outcome(status, self.eid, evidence, rechecked)
 
     def _look_after_lost(self, rechecked: Check, exc: BaseException) -> Outcome:
         """The resend's answer was lost: COMMITTED_ON_QUERY when the service already holds the effect, else

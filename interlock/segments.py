@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import JournalCorrupt
+from .errors import ConfigurationError, JournalCorrupt
 
 BLOCK = 1 << 20  # a reader holds about four blocks at once: 1 MiB keeps that small and the reads few
 Reader = Callable[[int, int], bytes]
@@ -149,7 +149,8 @@ class SegmentFiles:
         """Move every rolled segment that ends at or before `offset` into the archive directory. Call under the
         journal's lock: the segments are listed afresh there, since another process may have archived some."""
         if self.archive is None:
-            raise ValueError(f"{self.path}: no archive directory was given")
+            raise ConfigurationError(f"{self.path}: archiving needs an archive directory: open the journal with "
+                                     "archive=DIR")
         self.archive.mkdir(parents=True, exist_ok=True)
         moved = []
         self._drop_descriptors()

@@ -438,6 +438,15 @@ def test_a_lease_answer_that_is_not_a_bool_is_an_error_not_a_live_lease(tmp_path
         CallableLease(lambda: "open").is_live()
 
 
+@pytest.mark.parametrize("answer", ["yes", None, 1])
+def test_a_lease_that_answers_a_non_bool_is_refused_before_anything_is_journaled(tmp_path, answer):
+    app, count, calls = counter_app(tmp_path, lease=lambda name, n=1: answer)
+    with pytest.raises(ConfigurationError, match=f"count: lease= returned {answer!r}"):
+        count("a")
+    assert calls == [] and app.journal.entries() == []
+    app.close()
+
+
 @pytest.mark.parametrize("key", [lambda name, n=1: None, lambda name, n=1: 7, lambda name, n=1: ""])
 def test_a_key_that_does_not_name_the_request_in_a_string_is_an_error_before_anything_is_journaled(tmp_path, key):
     app, count, calls = counter_app(tmp_path, key=key)

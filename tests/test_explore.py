@@ -619,3 +619,204 @@ def test_a_worker_that_cannot_load_its_code_fails_the_harness_not_the_system(tmp
     said = capsys.readouterr().err
     assert "the harness failed twice" in said and "could not load its code: ModuleNotFoundError" in said
     assert not (tmp_path / "explore_ledger_send_raises.json").exists()
+
+
+def _stored(out: Path, per_system: dict, first: int = 0, name: str = "explore_ledger_send_raises") -> Path:
+    """A stored result counting these schedules per system, with a history beside it."""
+    path = out / f"{name}.json"
+    path.write_text(json.dumps({"seeds": {"first": first, "per_system": per_system}}))
+    (out / "history").mkdir(exist_ok=True)
+    (out / "history" / f"{name}.jsonl.gz").write_bytes(b"stored")
+    return path
+
+
+def _offline(monkeypatch, rows):
+    """The explorer with no service: each system's run returns `rows(system)`; returns the module and its parsed
+    command lines."""
+    import experiments.explore.__main__ as explorer
+    import experiments.explore.worlds as worlds
+
+    parsed = []
+    real_parse = explorer.parse_args
+
+    def parse_args(argv):
+        parsed.append(real_parse(argv))
+        return parsed[-1]
+
+    monkeypatch.setattr(worlds, "world", lambda *args, **kwargs: contextlib.nullcontext())
+    monkeypatch.setattr(explorer, "run", lambda world, forker, schedule, system, root: {**rows(system),
+                                                                                       "seed": schedule.seed})
+    monkeypatch.setattr(explorer, "parse_args", parse_args)
+    return explorer, parsed
+
+
+def _nothing_runs(monkeypatch):
+    import experiments.explore.__main__ as explorer
+
+    def explore(*args):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(explorer, "explore", explore)
+    monkeypatch.setattr(explorer, "replay", explore)
+    return explorer
+
+
+LEDGER = ["--scenario", "ledger", "--hazard", "send_raises"]
+
+
+@pytest.mark.parametrize("narrower, stored, first", [
+    (["--systems", "interlock", "--schedules", "3"], {"interlock": 3, "hand_check": 3, "no_check": 3}, 0),
+    (["--schedules", "2"], {"interlock": 3, "hand_check": 3, "no_check": 3}, 0),
+    (["--schedules", "3", "--baseline-schedules", "1"], {"interlock": 3, "hand_check": 3, "no_check": 3}, 0),
+    (["--schedules", "3", "--seed", "1"], {"interlock": 3, "hand_check": 3, "no_check": 3}, 0),
+], ids=["fewer systems", "fewer schedules", "fewer baseline schedules", "another first seed"])
+def test_a_run_of_fewer_systems_or_schedules_refuses_to_replace_a_stored_result(tmp_path, monkeypatch, capsys,
+                                                                                narrower, stored, first):
+    path = _stored(tmp_path, stored, first)
+    before = path.read_bytes()
+    explorer = _nothing_runs(monkeypatch)
+    assert explorer.main(["--out", str(tmp_path), *LEDGER, *narrower]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and str(path) in said and "seeds.per_system" in said and "--replace" in said
+    assert path.read_bytes() == before
+
+
+def test_a_stored_result_that_is_not_json_is_not_replaced_unless_asked(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "explore_ledger_send_raises.json"
+    path.write_text("{half a file")
+    explorer = _nothing_runs(monkeypatch)
+    assert explorer.main(["--out", str(tmp_path), *LEDGER, "--schedules", "3"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and str(path) in said and "JSON" in said
+    assert path.read_text() == "{half a file"
+    assert explorer._refusal(explorer.parse_args(["--out", str(tmp_path), *LEDGER, "--replace"])) is None
+
+
+def test_a_run_covering_what_the_stored_result_holds_replaces_it(tmp_path, monkeypatch):
+    entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
+    out = tmp_path / "out"
+    out.mkdir()
+    path = _stored(out, {"interlock": 2})
+    explorer, _ = _offline(monkeypatch, lambda system: row(writes=[("1", 5.0)], entries=entries, system=system))
+    assert explorer.main(["--out", str(out), *LEDGER, "--systems", "interlock", "--schedules", "3"]) == 0
+    assert json.loads(path.read_text())["seeds"]["per_system"] == {"interlock": 3}
+    assert len(list(read_history(out / "history" / "explore_ledger_send_raises.jsonl.gz"))) == 3
+
+
+def test_a_narrower_run_replaces_a_stored_result_when_asked(tmp_path, monkeypatch):
+    entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
+    out = tmp_path / "out"
+    out.mkdir()
+    path = _stored(out, {"interlock": 5, "no_check": 5})
+    explorer, _ = _offline(monkeypatch, lambda system: row(writes=[("1", 5.0)], entries=entries, system=system))
+    assert explorer.main(["--out", str(out), *LEDGER, "--systems", "interlock", "--schedules", "2",
+                          "--replace"]) == 0
+    assert json.loads(path.read_text())["seeds"]["per_system"] == {"interlock": 2}
+
+
+def test_a_deadline_that_leaves_fewer_schedules_than_the_stored_result_writes_neither_file(tmp_path, monkeypatch,
+                                                                                             capsys):
+    path = _stored(tmp_path, {"interlock": 3})
+    history = tmp_path / "history" / "explore_ledger_send_raises.jsonl.gz"
+    before = path.read_bytes()
+
+    def first_then_deadline(system):  # the deadline passes once the first schedule is done
+        parsed[0].until = 0
+        return row(system=system)
+
+    explorer, parsed = _offline(monkeypatch, first_then_deadline)
+    assert explorer.main(["--out", str(tmp_path), *LEDGER, "--systems", "interlock", "--schedules", "3",
+                          "--jobs", "1", "--until", "23:59:59"]) == 1
+    said = capsys.readouterr().err.splitlines()
+    [refused] = [line for line in said if "nothing written" in line]
+    assert str(path) in refused and "the deadline left interlock 1" in refused
+    assert path.read_bytes() == before and history.read_bytes() == b"stored"
+
+
+def test_every_committed_exploration_may_be_renewed_by_the_command_it_records():
+    import shlex
+
+    import experiments.explore.__main__ as explorer
+
+    committed = sorted((ROOT / "results" / "reliability").glob("explore_*.json"))
+    assert committed
+    for path in committed:
+        argv = shlex.split(json.loads(path.read_text())["command"])[3:]
+        assert explorer._refusal(explorer.parse_args([*argv, "--out", str(path.parent)])) is None, path.name
+
+
+@pytest.mark.parametrize("bad", ["a file", "under a file", "history is a file"])
+def test_an_out_that_cannot_be_made_exits_2_before_any_run_and_writes_nothing(tmp_path, monkeypatch, capsys, bad):
+    (tmp_path / "file").write_text("kept")
+    out = {"a file": tmp_path / "file", "under a file": tmp_path / "file" / "out",
+           "history is a file": tmp_path}[bad]
+    if bad == "history is a file":
+        (tmp_path / "history").write_text("kept")
+    before = sorted(tmp_path.iterdir())
+    explorer = _nothing_runs(monkeypatch)
+    assert explorer.main(["--out", str(out), *LEDGER, "--schedules", "2"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and str(out) in said
+    assert sorted(tmp_path.iterdir()) == before and (tmp_path / "file").read_text() == "kept"
+
+
+def test_help_shows_how_to_replay_check_and_list_stale_files(capsys):
+    import experiments.explore.__main__ as explorer
+
+    with pytest.raises(SystemExit) as done:
+        explorer.main(["--help"])
+    shown = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "python -m experiments.explore --scenario S [--hazard H] [--journal J] --replay SEED" in shown
+    assert "python -m experiments.explore --check HISTORY" in shown
+    assert "python -m experiments.explore --stale" in shown
+    assert "--replace" in shown
+
+
+def test_a_history_nested_too_deep_to_read_names_the_file_and_the_line(tmp_path):
+    path = tmp_path / "deep.jsonl.gz"
+    with gzip.open(path, "wt") as out:
+        out.write(json.dumps(row()) + "\n")
+        out.write('{"truth": ' + "[" * 100_000 + "]" * 100_000 + ', "ran": []}\n')
+    with pytest.raises(HistoryUnreadable, match=r"deep\.jsonl\.gz: line 2"):
+        list(read_history(path))
+    done = subprocess.run([sys.executable, "-m", "experiments.explore", "--check", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "deep.jsonl.gz: line 2" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_history_outside_the_repository_is_named_by_its_whole_path(tmp_path):
+    from experiments.explore.__main__ import summarize
+
+    path = tmp_path / "history" / "explore_gcp_resource.jsonl.gz"
+    with HistoryWriter(path) as history:
+        history.add(row())
+        history.complete()
+    shown = summarize(path, tmp_path, {})["history"]
+    assert shown["path"] == str(path) and shown["check"] == f"python -m experiments.explore --check {path}"
+
+
+def _in_window(system):
+    held = {"how": "sigstop", "point": "before_request", "reached": True, "at": 1.0, "released_at": 2.0}
+    return row(writes=[("1", 3.0)], acted_at=1.5, action="lease_revoked", system=system, interrupt=held,
+               hazard="sigstop")
+
+
+@pytest.mark.parametrize("broken, status", [
+    ({"no_check", "hand_check"}, 0), ({"interlock in the window"}, 0), ({"interlock"}, 1),
+])
+def test_a_replay_exits_1_only_when_the_gate_broke_a_rule_outside_the_check_to_send_window(
+        tmp_path, monkeypatch, capsys, broken, status):
+    entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
+
+    def played(system):
+        if system == "interlock" and "interlock in the window" in broken:
+            return _in_window(system)
+        if system in broken:
+            return row(writes=[("1", 5.0), ("2", 6.0)], entries=entries, system=system, events=["send", "result"])
+        return row(writes=[("1", 5.0)], entries=entries, system=system, events=["send", "result"])
+
+    explorer, _ = _offline(monkeypatch, played)
+    assert explorer.main(["--scenario", "gcp_resource", "--replay", "0"]) == status
+    shown = capsys.readouterr().out
+    assert shown.count("VIOLATED") == len(broken)

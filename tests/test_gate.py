@@ -390,14 +390,14 @@ def test_a_fact_reader_that_raises_at_the_last_look_closes_the_send_as_not_made(
 
 
 @pytest.mark.parametrize("answer", [float("nan"), b"bytes", {1, 2}, (1, 2), {"at": time.gmtime(0)}])
-def test_an_answer_json_cannot_hold_is_journaled_as_python_shows_it_and_the_effect_settles(tmp_path, answer):
+def test_an_answer_json_cannot_hold_is_journaled_as_python_shows_it_and_reported_so_by_every_submit(tmp_path, answer):
     sent = []
     target = FunctionTarget("svc", lambda eid, payload: sent.append(eid) or answer, tier=1)
     gate = gated(tmp_path, target, claim_wait=0.5)
     first = gate.submit(effect())
-    assert first.status == "COMMITTED" and first.evidence is answer
+    assert first.status == "COMMITTED" and first.evidence == {"python_repr": repr(answer)}
     again = gate.submit(effect())
-    assert again.status == "DUPLICATE_IGNORED" and again.evidence == {"python_repr": repr(answer)}
+    assert again.status == "DUPLICATE_IGNORED" and again.evidence == first.evidence
     assert len(sent) == 1
     lines = list(gate.journal.lines()) if hasattr(gate.journal, "lines") else []
     for entry in gate.journal.entries(first.effect_id):  # every entry is JSON, without NaN
@@ -411,6 +411,87 @@ def test_a_send_answered_with_a_list_is_one_landing_not_copies(tmp_path):
     outcome = gate.submit(effect())
     receipt = verify(bundle(gate.journal, outcome.effect_id))
     assert receipt["valid"] and receipt["held_twice"] == [] and receipt["happened_once"] is True
+
+
+def test_the_evidence_of_a_send_is_the_same_on_the_submit_that_sent_and_on_a_later_one(tmp_path, service):
+    stamped = FunctionTarget("svc", lambda eid, payload: {**service.send(eid, payload), "at": time.gmtime(0)}, tier=1)
+    gate = gated(tmp_path, stamped, claim_wait=0.5)
+    first, again = gate.submit(effect()), gate.submit(effect())
+    assert (first.status, again.status) == ("COMMITTED", "DUPLICATE_IGNORED") and len(service.landed) == 1
+    assert first.evidence == again.evidence == gate.journal.entries(first.effect_id)[-1]["result"]
+    assert first.evidence == {"python_repr": repr({"call": 1, "at": time.gmtime(0)})}
+
+
+@pytest.mark.parametrize("moved, now, reason", [("generation", "18", ["generation: was 17, now 18"]),
+                                                 ("lease", False, "lease not live")])
+def test_a_refusal_at_the_last_look_reports_the_same_reason_on_that_submit_and_a_later_one(tmp_path, service, moved,
+                                                                                          now, reason):
+    facts = {"generation": "17", "lease": True}
+
+    class Moves:  # the fact moves once DISPATCHED is journaled, before the last look
+        def reach(self, point):
+            if point == "before_send":
+                facts[moved] = now
+
+    gate = gated(tmp_path, FunctionTarget("svc", service.send, tier=1), claim_wait=0.5, hooks=Moves())
+    lease = CallableLease(lambda: facts["lease"], lambda: {"incident": "INC-1"})
+    moving = Effect("k", {"to": "v41"}, [Premise("generation", lambda: facts["generation"], decided="17")], lease)
+    first, again = gate.submit(moving), gate.submit(moving)
+    assert first.refused and (first.status, first.reason) == (again.status, again.reason)
+    assert first.reason == reason and service.landed == []
+
+
+class _Answers:
+    """A Lease of the caller's own whose `is_live` gives back `answer`, whatever it is."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def is_live(self):
+        return self.answer
+
+    def describe(self):
+        return {"incident": "INC-1"}
+
+
+@pytest.mark.parametrize("answer", ["yes", None, 1])
+def test_a_lease_of_its_own_that_answers_a_non_bool_is_an_error_and_nothing_is_sent(tmp_path, service, answer):
+    gate = gate_for(tmp_path, service, tier=1)
+    with pytest.raises(ConfigurationError, match=f"is_live\\(\\) returned {answer!r}"):
+        gate.submit(Effect("k", {"to": "v41"}, [], _Answers(answer)))
+    assert service.landed == [] and kinds(gate, effect_id_for("k")) == ["PROPOSED"]
+
+
+def test_a_lease_that_answers_a_non_bool_at_the_last_look_is_never_sent(tmp_path, service):
+    lease = _Answers(True)
+
+    class Turns:  # the answer turns to a truthy status once DISPATCHED is journaled, before the last look
+        def reach(self, point):
+            if point == "before_send":
+                lease.answer = "yes"
+
+    gate = gated(tmp_path, FunctionTarget("svc", service.send, tier=1), claim_wait=0.5, hooks=Turns())
+    with pytest.raises(ConfigurationError, match="returned 'yes'"):
+        gate.submit(Effect("k", {"to": "v41"}, [], lease))
+    refused = gate.journal.entries(effect_id_for("k"))[-1]
+    assert service.landed == [] and (refused["kind"], refused["code"]) == ("REFUSED", "check_failed")
+
+
+def test_a_lease_that_answers_a_non_bool_at_recovery_is_an_error_and_nothing_is_resent(tmp_path, service):
+    sends = []
+
+    def lost(effect_id, payload):  # the request never arrives and its answer is lost: the dispatch stays open
+        sends.append(effect_id)
+        raise ConnectionResetError("connection reset")
+
+    lease = _Answers(True)
+    gate = gated(tmp_path, FunctionTarget("svc", lost, tier=2, find=service.find, in_flight=60.0), claim_wait=0.2)
+    gated_effect = Effect("k", {"to": "v41"}, [], lease)
+    assert gate.submit(gated_effect).status == "IN_FLIGHT" and len(sends) == 1
+    lease.answer = "yes"
+    with pytest.raises(ConfigurationError, match="returned 'yes'"):
+        gate.recover(gated_effect)
+    assert len(sends) == 1 and gate.journal.effect(effect_id_for("k")).open_dispatch
 
 
 def test_a_refusal_says_why_in_its_outcome_and_when_raised(tmp_path, service):
@@ -441,3 +522,16 @@ def test_a_bundle_of_an_effect_the_journal_does_not_hold_is_an_unknown_effect(tm
     with pytest.raises(UnknownEffect, match="not in") as raised:
         bundle(gate.journal, "no-such-effect")
     assert isinstance(raised.value, KeyError)
+
+
+def test_a_recovery_lookup_reports_what_it_found_as_the_journal_holds_it(tmp_path):
+    landed = {}
+
+    def send(eid, payload):
+        landed[eid] = time.gmtime(0)
+        raise TimeoutError("the answer was lost")
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: landed.get(eid))
+    outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
+    assert outcome.status == "COMMITTED_ON_QUERY" and len(landed) == 1
+    assert outcome.evidence == {"python_repr": repr(time.gmtime(0))}

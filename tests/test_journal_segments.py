@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Journal, JournalCorrupt, verify_journal
+from interlock import ConfigurationError, Journal, JournalCorrupt, verify_journal
 from interlock.segments import rolled_segments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,3 +99,25 @@ def test_receipts_on_a_journal_whose_every_rolled_segment_was_archived_say_to_pa
     assert any(p.endswith("; a journal whose rolled segments were archived is read with --archive DIR")
                for p in verdict["problems"]), verdict["problems"]
     assert receipts(path, "--archive", str(archive)).returncode == 0
+
+
+def test_opening_a_journal_whose_every_rolled_segment_was_archived_without_the_archive_names_it(tmp_path):
+    path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
+    with Journal(path, segment_bytes=4096, archive=archive) as journal:
+        fill(journal, 0, 40)
+        journal.archive_settled()
+    with pytest.raises(JournalCorrupt, match=r"journal.jsonl:1: the first entry is seq \d+, and no segment before "
+                                             r"it was found .* opened with archive=DIR"):
+        Journal(path)
+    with Journal(path, archive=archive) as journal:
+        assert len(journal) == 40 * 3
+
+
+def test_archiving_without_an_archive_directory_is_refused_before_anything_is_written(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path, segment_bytes=4096) as journal:
+        fill(journal, 0, 10)
+        checkpoints = journal.checkpoints_path.read_bytes() if journal.checkpoints_path.exists() else b""
+        with pytest.raises(ConfigurationError, match="journal.jsonl: archive_settled needs an archive directory"):
+            journal.archive_settled()
+        assert (journal.checkpoints_path.read_bytes() if journal.checkpoints_path.exists() else b"") == checkpoints

@@ -131,11 +131,13 @@ def test_each_system_keeps_the_record_the_published_baselines_kept(one_fault):
     assert gate["artifacts"]["log.jsonl"] == [] and hand["artifacts"]["journal.jsonl"] == []
 
 
-def test_result_is_labelled_as_stand_in_and_scripted(one_fault):
+def test_result_is_labelled_as_stand_in_and_scripted_with_its_incident_file_named(one_fault):
     result, done = one_fault
     provenance = result["provenance"]
     assert result["schema_version"] == 1 and result["scenario"] == "gcp_resource"
     assert provenance["services"]["object_store"]["real"] is False
+    incident = provenance["services"]["incident"]
+    assert incident["real"] is False and "incident.json" in incident["name"]
     assert provenance["decider"] == "offline-scripted"
     assert {c["decision"]["model"] for c in result["cells"]} == {"offline-scripted"}
     assert "[3/3]" in done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import sys
 import tempfile
 import threading
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments.atomic import write_json
-from experiments.explore.checks import check
+from experiments.explore.checks import Violation, check
 from experiments.explore.hazards import HAZARDS, JOURNALS, claim_ttl, hazard_named, result_name
 from experiments.explore.history import HistoryUnreadable, HistoryWriter, read_history
 from experiments.explore.processes import Forker
@@ -91,7 +92,8 @@ class Plan:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line, validated; raises _Usage with one line."""
-    parser = _Parser(prog="python -m experiments.explore", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m experiments.explore", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
     parser.add_argument("--hazard", choices=(*HAZARDS, "all"), default="crash",
                         help="one hazard, or all of them on every scenario and journal each runs on")
@@ -115,6 +117,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--until", metavar="HH:MM[:SS]", default=None,
                         help="start no run after this UTC time today; the result counts the schedules every "
                              "system finished, from the first seed on")
+    parser.add_argument("--replace", action="store_true",
+                        help="replace a stored result even when this run covers fewer systems or schedules")
     args = parser.parse_args(argv)
     chosen = None
     if args.systems is not None:
@@ -180,7 +184,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
             found = check(row)
             with lock:
                 rows[(seed, system)] = row
-                if found and system == "interlock" and not in_window(row):
+                if _gate_broke(system, row, found):
                     print(f"explore: {scenario} {plan.hazard} {system} violated "
                           f"{', '.join(dict.fromkeys(v.kind for v in found))}: {schedule.replay}", file=sys.stderr)
                 if len(rows) % 50 == 0 or len(rows) == len(wanted):
@@ -203,6 +207,11 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
     complete = next((seed - args.seed for seed, system in wanted if (seed, system) not in rows), plan.schedules)
     if complete == 0:
         raise NoCompleteSchedule(f"{plan.name}: no schedule was complete for every system before the deadline")
+    per_system = {system: min(complete, plan.seeds(system)) for system in plan.systems}
+    if complete < plan.schedules and not args.replace:
+        short = _shortfall(args.out / plan.name, per_system, args.seed, "the deadline left")
+        if short:
+            raise Unreplaceable(short)
     with HistoryWriter(history_path) as history:
         for seed, system in wanted:
             if seed < args.seed + complete:
@@ -219,7 +228,7 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
                                  "offline-scripted (no model)", _claims(scenario, plan.hazard), started, load),
         "seeds": {"first": args.seed, "count": complete, "planned": plan.schedules,
                   "stopped_at_deadline": complete < plan.schedules,
-                  "per_system": {system: min(complete, plan.seeds(system)) for system in plan.systems}},
+                  "per_system": per_system},
         "seconds": round(seconds, 1),
         "seconds_per_run": round(seconds * plan.jobs / runs, 3),
         "jobs": plan.jobs,
@@ -228,6 +237,10 @@ def explore(plan: Plan, args: argparse.Namespace, forker: Forker) -> dict[str, A
 
 class NoCompleteSchedule(Exception):
     """A deadline came before any schedule was finished by every system: there is nothing to write."""
+
+
+class Unreplaceable(Exception):
+    """A stored result this run would replace with fewer systems or schedules, or cannot read: it is kept."""
 
 
 class HarnessFailed(Exception):
@@ -252,6 +265,60 @@ def _run_once_more_on_harness_failure(chosen: Any, forker: Forker, schedule: Any
     return row
 
 
+def _stored_seeds(path: Path) -> tuple[dict[str, int], int] | None:
+    """The schedules a stored result counts per system and its first seed; None when there is no such file."""
+    if not path.exists():
+        return None
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise Unreplaceable(f"{path}: cannot be read as JSON ({exc})") from None
+    seeds = stored.get("seeds") if isinstance(stored, dict) else None
+    per_system = seeds.get("per_system") if isinstance(seeds, dict) else None
+    first = seeds.get("first") if isinstance(seeds, dict) else None
+    if not (isinstance(per_system, dict) and all(isinstance(n, int) for n in per_system.values())
+            and isinstance(first, int)):
+        raise Unreplaceable(f"{path}: seeds.per_system, seeds.first: missing or not counts")
+    return per_system, first
+
+
+def _shortfall(path: Path, covered: dict[str, int], first: int, this: str) -> str | None:
+    """What a stored result holds that these schedules per system from this first seed lack; None when none."""
+    stored = _stored_seeds(path)
+    if stored is None:
+        return None
+    held, held_first = stored
+    if held_first == first and all(covered.get(system, 0) >= count for system, count in held.items()):
+        return None
+    return (f"{path}: seeds.per_system holds {_listed(held)} from seed {held_first}; {this} {_listed(covered)} from "
+            f"seed {first}")
+
+
+def _listed(per_system: dict[str, int]) -> str:
+    """Schedules per system, as one phrase."""
+    return ", ".join(f"{system} {count}" for system, count in per_system.items()) or "no system"
+
+
+def _refusal(args: argparse.Namespace) -> str | None:
+    """Why this run may not start: a stored result it would replace with less, or cannot read; None when none."""
+    if args.replace:
+        return None
+    for plan in args.plans:
+        try:
+            short = _shortfall(args.out / plan.name, {system: plan.seeds(system) for system in plan.systems},
+                               args.seed, "this run would cover")
+        except Unreplaceable as exc:
+            short = str(exc)
+        if short:
+            return f"{short}; --replace to replace it"
+    return None
+
+
+def _gate_broke(system: str, row: dict[str, Any], found: list[Violation]) -> bool:
+    """The gate broke a rule outside the check-to-send window (what exit status 1 means)."""
+    return bool(found) and system == "interlock" and not in_window(row)
+
+
 def _backend(journal: str, hazard: str) -> str:
     """How the runs kept their journal."""
     return JOURNAL_BACKENDS[f"{journal}_alone" if journal == "postgresql" and hazard in ALONE else journal]
@@ -274,12 +341,15 @@ def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[
     scenario, hazard, journal = first["scenario"], first["hazard"], first["journal"]
     present = dict.fromkeys(r["system"] for r in rows)
     tally = Tally([s for s in SYSTEMS if s in present] + [s for s in present if s not in SYSTEMS])
-    for row in rows:
-        tally.add(row)
+    for number, row in enumerate(rows, 1):
+        try:
+            tally.add(row)
+        except RecursionError:
+            raise HistoryUnreadable(f"{history_path}: line {number}: nested too deep to count") from None
     try:
         shown = history_path.resolve().relative_to(REPO).as_posix()
     except ValueError:
-        shown = history_path.name
+        shown = str(history_path.absolute())
     return {
         "scenario": scenario,
         "schema_version": 2,
@@ -300,20 +370,21 @@ def summarize(history_path: Path, out: Path, run_facts: dict[str, Any]) -> dict[
 
 
 def replay(args: argparse.Namespace, forker: Forker) -> int:
-    """Run one schedule for each chosen system and print every worker's end and every violation."""
+    """Run one schedule for each chosen system and print every worker's end and every violation; 1 when the gate
+    broke a rule outside the check-to-send window."""
     from experiments.explore.worlds import world
 
     plan = args.plans[0]
     schedule = schedule_for(plan.scenario, args.replay, plan.hazard, plan.journal)
     print(f"{schedule.replay}\n  {schedule.describe()}")
-    violated = False
+    failed = False
     with tempfile.TemporaryDirectory(prefix="interlock-replay-") as tmp, \
             world(plan.scenario, Path(tmp) / "world", plan.journal, claim_ttl(plan.scenario, plan.hazard)) \
             as chosen:
         for system in plan.systems:
             row = run(chosen, forker, schedule, system, Path(tmp) / "runs")
             found = check(row)
-            violated |= bool(found)
+            failed |= _gate_broke(system, row, found)
             print(f"{system}: {'held' if not found else 'VIOLATED'}" + (f" (action {row['acted']})" if row["acted"]
                                                                           else ""))
             for ran in row["ran"]:
@@ -328,7 +399,7 @@ def replay(args: argparse.Namespace, forker: Forker) -> int:
             print(f"  service: {len(row['truth']['writes'])} agent write(s) committed, {row['truth']['live']} live")
             for violation in found:
                 print(f"  - {violation.kind}: {violation.detail}")
-    return 1 if violated else 0
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,12 +410,16 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(report(args.out, REPO)))
             return 0
         if args.replay is None and args.check is None:
-            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "history").mkdir(parents=True, exist_ok=True)
+            refused = _refusal(args)
+            if refused:
+                raise _Usage(refused)
     except (_Usage, ValueError) as exc:
         print(f"explore: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"{args.out}: cannot create the output folder: {exc.strerror or exc}", file=sys.stderr)
+        print(f"explore: {args.out}: cannot create the output folder and its history/: {exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     if args.check is not None:
         try:
@@ -363,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             for plan in args.plans:
                 try:
                     result = explore(plan, args, forker)
-                except (NoCompleteSchedule, HarnessFailed) as exc:
+                except (NoCompleteSchedule, HarnessFailed, Unreplaceable) as exc:
                     print(f"explore: {exc}; nothing written", file=sys.stderr)
                     failed = True
                     continue

@@ -63,6 +63,8 @@ def read_history(path: Path) -> Iterator[dict[str, Any]]:
                     row = json.loads(line)
                 except ValueError as exc:
                     raise HistoryUnreadable(f"{path}: line {number}: not JSON ({exc})") from None
+                except RecursionError:
+                    raise HistoryUnreadable(f"{path}: line {number}: nested too deep to read") from None
                 if not isinstance(row, dict) or "truth" not in row or "ran" not in row:
                     raise HistoryUnreadable(f"{path}: line {number}: not a history row (no truth or ran)")
                 yield row

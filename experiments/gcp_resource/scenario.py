@@ -232,6 +232,10 @@ class GcpResource(Scenario):
         return {s: journals.claim_settings(self.args.journal, CLAIMS[s]) for s in self.args.systems if s in CLAIMS}
 
     def extra_services(self) -> dict[str, Any]:
-        """The baselines' queue is a local file."""
-        return {"queue": {"real": False, "name": "local job.json file (at-least-once redelivery to the restart "
+        """The incident that authorizes the rollback, and the baselines' queue, are local files."""
+        return {"incident": {"real": False, "name": f"incident tracker: a local {INCIDENT_FILE} holding {INCIDENT_ID}'s "
+                                                    "status (open or resolved), read by the workers and rewritten by "
+                                                    "the harness to resolve it; there is no real incident service",
+                             "version": None},
+                "queue": {"real": False, "name": "local job.json file (at-least-once redelivery to the restart "
                                                  "worker), for the baselines", "version": None}}

@@ -67,7 +67,8 @@ def peers_provenance() -> dict[str, Any]:
             "docs": POWERTOOLS_DOCS,
         },
         "temporal": {"measured": False,
-                     "why": "its test server is a binary fetched at run time, which cannot be fetched here"},
+                     "why": "its test server is a separate binary downloaded when a test starts, and the "
+                            "project's runs fetch nothing beyond the package registries"},
     }
 
 
