@@ -427,10 +427,13 @@ class Interlock:
         unknown = sorted(set(expect) - set(facts))
         if unknown:
             raise ConfigurationError(f"expect names facts that are not declared: {unknown}")
-        unfenced = sorted(set(fences) - {DEDUPE, LEASE, EPOCH} - set(facts)) if not isinstance(fences, str) else []
+        if not isinstance(fences, str) and EPOCH in fences:  # recovery would count on a fence no request carries
+            raise ConfigurationError(f"fences names {EPOCH!r}, but a decorated function is never handed the claim "
+                                     "epoch to send; fence on it through Gate with FunctionTarget(takes_epoch=True)")
+        unfenced = sorted(set(fences) - {DEDUPE, LEASE} - set(facts)) if not isinstance(fences, str) else []
         if unfenced:
-            raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r}, {EPOCH!r} "
-                                     "nor a declared fact")
+            raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r} nor a declared "
+                                     "fact")
         level = tier if tier is not None else (TIER_LOOKUP if lookup is not None else TIER_BLIND)
 
         def decorate(fn: Callable[P, Any]) -> Any:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from interlock import (CallableLease, ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims,
-                       Interlock, JournalError, Status, UnjournalableArgument, current_effect, effect_id_for, verify)
+                       EPOCH, Interlock, JournalError, Status, UnjournalableArgument, current_effect, effect_id_for,
+                       verify)
 from interlock.hooks import NO_HOOKS
 from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
 
@@ -468,6 +469,12 @@ def test_declaring_an_action_with_arguments_it_cannot_use_is_an_error_at_once(tm
     with Interlock(tmp_path / "journal.jsonl") as app:
         with pytest.raises(ConfigurationError, match=says):
             app.effect(**options)
+
+
+def test_an_epoch_fence_is_refused_since_a_decorated_function_never_receives_the_epoch(tmp_path):
+    with Interlock(tmp_path / "journal.jsonl") as app:
+        with pytest.raises(ConfigurationError, match="fences names 'epoch', but a decorated function is never handed"):
+            app.effect(key=lambda: "k", fences=[EPOCH])
 
 
 def test_a_fence_may_name_a_declared_fact(tmp_path):
