@@ -413,7 +413,8 @@ class Interlock:
         (`DEDUPE`, `LEASE`, or facts each request preconditions on), and `in_flight=SECONDS` the longest a request
         from a dead sender can still land where no fence covers what moved: recovery does not conclude "not
         landed" before then (see `interlock.targets.base`). The function and `lookup` get the effect id from
-        `current_effect()`.
+        `current_effect()`; `lookup` returns evidence that the effect landed, else None, False or an empty list,
+        tuple, dict, set or frozenset (not found).
 
         The effect id comes from the key alone, whichever action it is for: keys must be unique across the actions
         of one journal (`f"book:{rid}"`, `f"cancel:{rid}"`), since the same key for another action, or for other
@@ -512,7 +513,8 @@ def _why_open(outcome: Outcome) -> str:
                 "until the claim's lifetime (claim_ttl) runs out")
     if outcome.error is not None:
         return f"the service did not answer: {outcome.error['type']}: {outcome.error['message']}"
-    return f"left open ({outcome.status.value})"
+    because = f": {outcome.reason}" if outcome.reason else ""
+    return f"left open ({outcome.status.value}{because})"
 
 
 class _Decorator:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable
 
 from . import hooks as points
@@ -84,6 +85,9 @@ class Gate:
             record = self.journal.effect(eid)
             if record is None:
                 raise ConfigurationError(f"effect {eid} is not in {self.journal.path}")
+            conflict = _conflict(effect, record, proposal(self.journal, eid))
+            if conflict is not None:
+                return conflict
             if record.open_dispatch:
                 try:
                     return self._recovery(effect, claim).settle(self.claim_wait)
@@ -93,8 +97,8 @@ class Gate:
                 return recorded_outcome(record)
         return self.submit(effect)
 
-    def _recovery(self, effect: Effect, claim: ClaimLike) -> Recovery:
-        return Recovery(self.journal, self.target, effect, claim, self.hooks)
+    def _recovery(self, effect: Effect, claim: ClaimLike, send_ended: float | None = None) -> Recovery:
+        return Recovery(self.journal, self.target, effect, claim, self.hooks, send_ended)
 
     def _submit_claimed(self, effect: Effect, proposed: dict[str, Any], claim: ClaimLike) -> Outcome:
         eid = effect.effect_id
@@ -113,14 +117,14 @@ class Gate:
             append_claimed(self.journal, claim, PROPOSED, eid, proposed)
             self.hooks.reach(points.AFTER_PROPOSED)
             return self._dispatch(effect, claim, proposed["premises"])
-        elif record.payload_hash != proposed["payload_hash"]:
-            return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, eid,
-                           reason="the effect id was journaled with another payload (the same key, other arguments)")
+        found = proposal(self.journal, eid)
+        conflict = _conflict(effect, record, found)
+        if conflict is not None:
+            return conflict
         elif record.resolution is not None:
             return recorded_outcome(record)
         elif record.open_dispatch:
             return self._recovery(effect, claim).settle(self.claim_wait)
-        found = proposal(self.journal, eid)
         return self._dispatch(effect, claim, found["premises"] if found else {})
 
     def _dispatch(self, effect: Effect, claim: ClaimLike, decided: dict[str, Any]) -> Outcome:
@@ -153,16 +157,19 @@ class Gate:
         self.hooks.reach(points.BEFORE_REQUEST)
         try:
             result = apply(self.target, eid, effect.payload, claim)
-        except Rejected as no:  # a fence may have met this effect landed already (by a successor that took over)
-            settled = self._recovery(effect, claim).look_up(looked) if self.target.can_lookup else None
+        except Exception as exc:
+            # a request of the send may land up to the in-flight bound after it returned, however long it hung
+            recovery = self._recovery(effect, claim, send_ended=time.time())
+            if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
+                return recovery.settle(self.claim_wait)
+            if not isinstance(exc, Rejected):
+                return recovery.send_failed(exc, looked, self.claim_wait)
+            # a fence may have met this effect landed already (by a successor that took over)
+            settled = recovery.look_up(looked) if self.target.can_lookup else None
             if settled is not None:
                 return settled
-            code = RefusalCode.STALE_PREMISE if no.precondition else RefusalCode.TARGET_ERROR
-            return refuse(self.journal, claim, eid, code, no.detail, None, resolves=True, epoch=claim.epoch)
-        except Exception as exc:
-            if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
-                return self._recovery(effect, claim).settle(self.claim_wait)
-            return self._recovery(effect, claim).send_failed(exc, looked, self.claim_wait)
+            code = RefusalCode.STALE_PREMISE if exc.precondition else RefusalCode.TARGET_ERROR
+            return refuse(self.journal, claim, eid, code, exc.detail, None, resolves=True, epoch=claim.epoch)
         self.hooks.reach(points.AFTER_COMMIT)
         evidence = as_evidence(result)  # reported as journaled: a later submit reads back the same value
         committed = {"via": "send", "result": evidence, "epoch": claim.epoch}
@@ -198,6 +205,23 @@ def _code(looked: Check) -> RefusalCode:
     return RefusalCode.LEASE if not looked.lease_live else RefusalCode.STALE_PREMISE
 
 
+def _conflict(effect: Effect, record: EffectRecord, proposed: dict[str, Any] | None) -> Outcome | None:
+    """REFUSED_CONFLICTING_PAYLOAD when the effect is not the one its id was proposed as: another payload, other
+    premise names, or a lease where none was journaled (or none where one was); else None."""
+    if record.payload_hash != digest(effect.payload):
+        reason = "the effect id was journaled with another payload (the same key, other arguments)"
+    elif proposed is not None and set(proposed.get("premises", {})) != {p.name for p in effect.premises}:
+        reason = (f"the effect id was journaled with the premises {sorted(proposed.get('premises', {}))}, not "
+                  f"{sorted(p.name for p in effect.premises)}")
+    # an entry journaled before "leased" was recorded says nothing about the lease
+    elif proposed is not None and proposed.get("leased", effect.lease is not None) != (effect.lease is not None):
+        reason = ("the effect id was journaled with a lease and this effect has none" if proposed["leased"]
+                  else "the effect id was journaled without a lease and this effect has one")
+    else:
+        return None
+    return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, effect.effect_id, reason=reason)
+
+
 def _journalable(effect: Effect, target: str) -> dict[str, Any]:
     """The PROPOSED entry's content, refused before anything is journaled if it would not come back unchanged."""
     data = {
@@ -205,6 +229,7 @@ def _journalable(effect: Effect, target: str) -> dict[str, Any]:
         "target": target,
         "key": effect.key,
         "lease": effect.lease.describe() if effect.lease is not None else None,
+        "leased": effect.lease is not None,
         "premises": {p.name: p.recorded() for p in effect.premises},
         "expect": {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET},
         "effect": effect.payload,

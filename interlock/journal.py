@@ -56,12 +56,18 @@ def laid_out(kind: str, effect_id: str, data: dict[str, Any], *, seq: int, prev:
     return entry, line
 
 
+ENTRY_OWN = frozenset({"seq", "ts", "kind", "effect_id", "prev", "effect_prev", "hash"})  # laid out by the journal
+
+
 def unsealed(kind: str, effect_id: str, data: dict[str, Any], *, seq: Any, ts: Any, prev: Any, effect_prev: Any,
              late: bool) -> dict[str, Any]:
     """Every field of an entry but its hash, laid out as every backend lays them out; a resolution that comes
     `late` is kept as LATE_RESULT, naming the kind it would have been."""
     if kind not in KINDS:
         raise ValueError(f"unknown journal kind {kind!r}")
+    clash = ENTRY_OWN.intersection(data)
+    if clash:
+        raise ValueError(f"{kind} for {effect_id!r}: data may not set the entry's own fields {sorted(clash)}")
     if late and kind in RESOLUTIONS:
         data = {"late_kind": kind, **data}
         kind = LATE_RESULT
@@ -144,10 +150,12 @@ class Journal:
     are checked and folded, from where this process last folded, when it needs what they say: an effect they name
     is looked up or appended to (so a stale sender's late result is always seen before the effect's next entry),
     recovery lists open sends, a checkpoint is due, or the journal is opened. Every line is thus checked by the
-    process that moves the index past it, and by every open; a damaged line of another effect stops this process
-    at its next fold, and never leads it to send, since a send rests only on its own effect's entries, which it
-    wrote or folded itself. A line this process cannot skim (damaged, laid out by another tool, naming an effect
-    twice) is folded at once, and the append raises there.
+    process that moves the index past it, by every open that reads past the last checkpoint, and, before it, each
+    time its effect is read back through the index; a damaged line of another effect stops this process at its
+    next fold, and never leads it to send, since a send rests only on its own effect's entries, which it wrote,
+    folded or read back checked. A line this process cannot skim (damaged, laid out by another tool, naming an
+    effect twice or by an id that needs an escape) is folded at once, and the append raises there. Every append is
+    written whole or not at all.
 
     Durability: an append returns once its line is written, visible to every process and kept by the kernel
     whatever happens to the writer (SIGKILL included). A send (DISPATCHED, REDISPATCHED) is also on disk before
@@ -358,7 +366,7 @@ class Journal:
                 if late and any(k not in RESOLUTIONS for k, _ in items):
                     raise ClaimLost(f"{self.path}: the claim on {effect_id} was taken over; {kind} not appended")
                 made = self._lay_out(effect_id, items, record, late)
-                os.write(self._files.fd, b"".join(line for _, line, _ in made))
+                self._write_whole(b"".join(line for _, line, _ in made))
                 for entry, line, start in made:
                     self._take_own(entry, self._record(effect_id), start, start + len(line))
                 self._written = self._offset
@@ -372,6 +380,15 @@ class Journal:
         if any(entry["kind"] in SENDS for entry, _, _ in made):
             self._make_durable(mark)
         return made[-1][0]
+
+    def _write_whole(self, lines: bytes) -> None:
+        """Write `lines` at the journal's end under the lock, all of them or none: a write the disk cut short (it
+        filled up) is cut off again, so no partial line is left for the next append to follow."""
+        written = os.write(self._files.fd, lines)
+        if written != len(lines):
+            os.ftruncate(self._files.fd, self._offset - self._files.base)
+            raise JournalError(f"{self.path}: only {written} of the {len(lines)} bytes of an append were written "
+                               "(is the disk full?); they were cut off again and nothing was appended")
 
     def append_ahead(self, kind: str, effect_id: str, data: dict[str, Any]) -> None:
         """Append an entry nothing waits on (the gate's AUTHORIZED) in the lock turn of its effect's next append,
@@ -602,7 +619,10 @@ class Journal:
         return record if record is not None else self._stored(effect_id)
 
     def _stored(self, effect_id: str) -> EffectRecord | None:
-        """An effect's state folded from its entries before `_tail_start`, found through the index."""
+        """An effect's state folded from its entries before `_tail_start`, found through the index. Opening reads
+        only past the checkpoint, so each of these lines is checked here, as it is read: the hash over its own
+        bytes, the effect it names and its link to the effect's entry before it. A line edited since it was
+        written would otherwise decide a send unchecked."""
         if not self._tail_start:
             return None
         offsets = self._index.offsets(effect_id, self._tail_start)
@@ -610,7 +630,17 @@ class Journal:
             return None
         record = EffectRecord(effect_id)
         for offset in offsets:
-            record.add(loads(line_at(self._files.pread, offset)), offset)
+            raw = line_at(self._files.pread, offset)[:-1]
+            try:
+                entry = loads(raw)
+            except ValueError:
+                entry = None
+            if (type(entry) is not dict or entry.get("effect_id") != effect_id or entry.get("kind") not in KINDS
+                    or entry.get("effect_prev") != record.last_hash or not line_holds(raw, entry)):
+                raise JournalCorrupt(f"{self.path}: the line at byte {offset}, listed for effect {effect_id!r} by "
+                                     f"{self._index.path}, is not that effect's next entry as written (its hash, "
+                                     "its effect or its link differs): the journal was edited")
+            record.add(entry, offset)
         return record
 
     def _resume(self, covered: Checkpoint) -> None:
@@ -623,7 +653,9 @@ class Journal:
                                  f"{covered.offset} (seq {covered.seq}) in {self._index.path}: entries were removed")
         if self._key is not None and not signature_holds(
                 covered.signature, checkpoint_statement(covered.seq, covered.head), public_hex(self._key)):
-            raise JournalCorrupt(f"{where}: the checkpoint in {self._index.path} is not signed by this journal's key")
+            raise JournalCorrupt(f"{where}: the checkpoint in {self._index.path} is not signed by this journal's key"
+                                 + (" (it carries no signature: written before the journal had a key, or stripped)"
+                                    if covered.signature is None else ""))
         start, entry = self._entry_ending_at(covered.offset)
         if entry is None or entry.get("seq") != covered.seq or entry.get("hash") != covered.head:
             raise JournalCorrupt(f"{where}: entry {covered.seq} no longer carries the checkpointed head "
@@ -862,7 +894,7 @@ def last_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(max(0, size - 4096))
-            lines = [line for line in f.read().split(b"\n") if line.strip()]
+            lines = [line for line in f.read().split(b"\n")[:-1] if line.strip()]  # a torn last line is no checkpoint
     except FileNotFoundError:
         return None
     if not lines:

@@ -6,17 +6,19 @@ The order of questions, for an effect whose last send has no answer in the journ
 2. Otherwise the lookup decides: found means it landed. Not found means "not landed" only once no request of the
    earlier send can still land: at once when the target's fences cover what moved (a precondition on the premise
    that changed; a dedupe on the effect id, when recovery is about to resend), after the target's `close_out`
-   made the service refuse them, or else after the last send's DISPATCHED time plus the target's `in_flight`
-   bound (recovery waits that out when it fits in the caller's wait, else reports IN_FLIGHT with `decide_at`).
+   made the service refuse them, or else after the last send's DISPATCHED time (or the time the gate's own send
+   returned, when later) plus the target's `in_flight` bound (recovery waits that out when it fits in the caller's
+   wait, else reports IN_FLIGHT with `decide_at`).
    Then the lookup is made once more: an effect that landed late is recorded as committed, never as refused.
 3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup,
    and so is a resend whose answer was lost: found, it landed; not found, it stays open for the next recovery.
 
-Without a lookup a failed re-check cannot say whether the first send landed, and tier 3 never resends: both
-record AMBIGUOUS. A send that raised the caller's own error (not a lost answer) is never made again: the lookup
-decides once none of its requests can still land, as in 2, else it is AMBIGUOUS. Every resend is preceded by a
-last look at lease and premises and a claim confirm, after REDISPATCHED is durable. The caller holds the claim,
-and every entry it appends is fenced by it (`append_claimed`).
+Without a lookup a failed re-check, or a refused resend (a dedupe may have refused it for the first send, landed),
+cannot say whether the first send landed, and tier 3 never resends: all record AMBIGUOUS. A send that raised the
+caller's own error (not a lost answer) is never made again: the lookup decides once none of its requests can still
+land, as in 2, else it is AMBIGUOUS. Every resend is preceded by a last look at lease and premises and a claim
+confirm, after REDISPATCHED is durable; a look that raises journals nothing, so the send stays open for the next
+recovery. The caller holds the claim, and every entry it appends is fenced by it (`append_claimed`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from .journal import Journal
 from .kinds import AMBIGUOUS, COMMITTED, LATE_RESULT, REDISPATCHED, REFUSED, SENDS
 from .outcomes import Outcome, RefusalCode, Status
 from .premises import violations
-from .targets.base import DEDUPE, TIER_BLIND, TIER_DEDUPE, Rejected, Target, covers, in_flight_bound, unanswered
+from .targets.base import (DEDUPE, TIER_BLIND, TIER_DEDUPE, Rejected, Target, covers, in_flight_bound, not_found,
+                           unanswered)
 
 POLL_SECONDS = 0.005  # how often recovery looks whether a stopped holder is gone (no event marks it)
 
@@ -47,10 +50,11 @@ def describe_error(exc: BaseException) -> dict[str, str]:
 
 
 def last_look(journal: JournalLike, claim: ClaimLike, eid: str, recheck: Callable[[], Check]) -> Check:
-    """The check right before a send, after the send is journaled. When reading a fact or the lease raises, nothing
-    is sent: the send is closed as not made by a refusal that leaves the effect open to a later decision
-    (`check_failed`), and the reader's error goes to the caller. If even that refusal cannot be written, the send
-    stays open for recovery, which looks the effect up before it sends anything."""
+    """The check right before an effect's first send, after the send is journaled. When reading a fact or the lease
+    raises, nothing is sent: the send is closed as not made by a refusal that leaves the effect open to a later
+    decision (`check_failed`), and the reader's error goes to the caller. If even that refusal cannot be written, the
+    send stays open for recovery, which looks the effect up before it sends anything. A resend looks without it: an
+    earlier send may have landed, so nothing but a lookup or a resend may close it."""
     try:
         return recheck()
     except Exception as exc:
@@ -111,10 +115,13 @@ def apply(target: Target, effect_id: str, payload: dict[str, Any], claim: ClaimL
 class Recovery:
     """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
 
-    `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent).
+    `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent). `send_ended` is
+    when the caller's own send returned or raised (`time.time()`): its in-flight bound counts from then, not from
+    the DISPATCHED before a request that hung.
     """
 
-    def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks):
+    def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks,
+                 send_ended: float | None = None):
         self.journal = journal
         self.target = target
         self.effect = effect
@@ -122,7 +129,8 @@ class Recovery:
         self.hooks = hooks
         self.eid = effect.effect_id
         self._deadline = time.monotonic()
-        self._last_send: float | None = None  # when the send recovery settles was journaled (a stray may follow)
+        self._send_ended = send_ended
+        self._last_send: float | None = None  # when the send recovery settles was made (a stray may follow)
 
     def settle(self, wait: float) -> Outcome:
         """Settle the open dispatch, or report IN_FLIGHT while a request may still land and `wait` does not
@@ -181,9 +189,12 @@ class Recovery:
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
 
     def _note_last_send(self) -> None:
-        """When the effect's last send was journaled: a request of it may land up to the in-flight bound after."""
-        sends = [e for e in self.journal.entries(self.eid) if e["kind"] in SENDS]
-        self._last_send = sends[-1]["ts"] if sends else None
+        """When the effect's last send was journaled, or later returned or raised in this process: a request of it
+        may land up to the in-flight bound after."""
+        times = [e["ts"] for e in self.journal.entries(self.eid) if e["kind"] in SENDS][-1:]
+        if self._send_ended is not None:
+            times.append(self._send_ended)
+        self._last_send = max(times) if times else None
 
     def _look_once_none_can_land(self, rechecked: Check) -> Outcome | None:
         """Shut the earlier send's requests out, then look once more: what `_shut_out` reports, else the lookup's
@@ -234,7 +245,7 @@ class Recovery:
             found = self.target.lookup(self.eid, self.effect.payload)
         except Exception as exc:  # the service did not answer: the dispatch stays open for the next recovery
             return Outcome(Status.AMBIGUOUS, self.eid, rechecked=rechecked, error=error or describe_error(exc))
-        if found is None:
+        if not_found(found):
             return None
         evidence = as_evidence(found)  # reported as journaled, as every submit reports it
         data: dict[str, Any] = {"via": "recovery-query", "found": evidence,
@@ -264,25 +275,28 @@ class Recovery:
         append_claimed(self.journal, self.claim, REDISPATCHED, self.eid,
                        {"via": via, "rechecked": rechecked.journaled(), "epoch": self.claim.epoch})
         self.hooks.reach(points.RECOVERY_BEFORE_RESEND)
-        # the last look: only the read, the confirm and the request stand before the send
-        looked = last_look(self.journal, self.claim, self.eid, self.recheck)
+        # the last look: only the read, the confirm and the request stand before the send. A read that raises
+        # journals nothing: the earlier send may have landed, so it stays open for the next recovery's lookup
+        looked = self.recheck()
         if not looked.passed:
             return self._settle_unsent(looked)
         if not self.claim.confirm():
             raise ClaimLost(f"the claim on {self.eid} was taken over before the resend")
         try:
             result = apply(self.target, self.eid, self.effect.payload, self.claim)
-        except Rejected as no:
-            if self.target.can_lookup:  # a precondition may have met our own earlier send, landed late
-                settled = self.look_up(rechecked)
-                if settled is not None:
-                    return settled
-            code = RefusalCode.STALE_PREMISE_AT_RECOVERY if no.precondition else RefusalCode.TARGET_ERROR
-            return self._refuse(code, rechecked, detail=no.detail)
         except Exception as exc:
             if unanswered(exc):  # lost again: a look finds it if it landed, else the next recovery settles it
                 return self._look_after_lost(rechecked, exc)
-            return self.send_failed(exc, rechecked)
+            if not isinstance(exc, Rejected):
+                return self.send_failed(exc, rechecked)
+            if not self.target.can_lookup:  # a fence (a dedupe) may have refused it for the earlier send, landed
+                return self._ambiguous(f"the resend was rejected ({exc.detail}) and there is no lookup: whether "
+                                       "the earlier send landed is unknown", rechecked)
+            settled = self.look_up(rechecked)  # a precondition may have met our own earlier send, landed late
+            if settled is not None:
+                return settled
+            code = RefusalCode.STALE_PREMISE_AT_RECOVERY if exc.precondition else RefusalCode.TARGET_ERROR
+            return self._refuse(code, rechecked, detail=exc.detail)
         self.hooks.reach(points.RECOVERY_AFTER_RESEND)
         evidence = as_evidence(result)
         append_settled(self.journal, self.claim, COMMITTED, self.eid,

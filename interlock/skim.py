@@ -44,8 +44,9 @@ def skim(block: bytes, seq: int, head: str | None) -> Skim | None:
     `head`; None when it cannot be skimmed, and the block must be read line by line."""
     count = block.count(b"\n")
     ids = _EFFECT_FIELD.findall(block)
-    if not count or len(ids) != count:
-        return None  # a line naming no effect, or another in its content too (found, then, by reading it whole)
+    if not count or len(ids) != count or block.count(b'"effect_id":') != count:
+        return None  # a line naming no effect, one whose id needs an escape, or an effect_id key in its content too
+        # (found, then, by reading it whole)
     first_end = block.find(b"\n")
     last_start = block.rfind(b"\n", 0, -1) + 1
     try:

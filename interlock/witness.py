@@ -55,6 +55,9 @@ def disagreement(mark: Mark, *, end: int, entries: int) -> str | None:
                 "cut back by more than a crash can tear: a restore, a copy or a cut)")
     if mark.start < end < mark.end:
         return f"its lines do not end where its witness saw entry {mark.seq} end (the journal was rewritten)"
+    if entries <= mark.seq:  # as long as what was witnessed, but the witnessed entry is not among its lines
+        return (f"it reaches past where its witness saw entry {mark.seq} end, but holds only {entries} entries "
+                "(the journal was rewritten)")
     return None
 
 

@@ -249,7 +249,7 @@ def test_recover_reports_open_effects_of_unregistered_actions_and_settles_the_re
     assert run(world, "rollback", kill="after_commit").returncode == -signal.SIGKILL
     app = Interlock(world / "journal.jsonl")
     app.effect(name="rollback", key=lambda obj, to_version: f"rollback:{obj}:INC-1",
-               facts={"generation": lambda obj, to_version: "1"}, in_flight=0.0,
+               lease=lambda obj, to_version: True, facts={"generation": lambda obj, to_version: "1"}, in_flight=0.0,
                lookup=lambda obj, to_version: "2")(lambda obj, to_version: "never")
     recovered = app.recover()
     assert [o.status for o in recovered.settled] == ["COMMITTED_ON_QUERY"]
@@ -488,3 +488,59 @@ def test_observed_values_that_are_not_a_mapping_are_an_error(tmp_path, observed)
     with pytest.raises(ConfigurationError, match="observed must be a mapping"):
         count("a", observed=observed)
     assert calls == []
+
+
+def test_a_lease_that_raises_at_a_recoverys_resend_leaves_the_effect_to_the_next_recover(tmp_path):
+    lease, held = {"live": True}, {}
+
+    class Faults:
+        """A crash once the booking landed, then one failed lease read at the last look before the resend."""
+
+        def __init__(self):
+            self.points: set[str] = set()
+
+        def reach(self, point):
+            if point in self.points:
+                return
+            self.points.add(point)
+            if point == "after_commit":
+                raise Crash(point)
+            if point == "recovery_before_resend":
+                lease["hiccup"] = True
+
+    def request_is_live(rid):
+        if lease.pop("hiccup", False):
+            raise ConnectionError("lease db timeout")
+        return lease["live"]
+
+    app = Interlock(tmp_path / "journal.jsonl", claim_wait=1.0, hooks=Faults())
+
+    @app.effect(name="book", key=lambda rid: f"book:{rid}", lease=request_is_live, tier=1)
+    def book(rid):
+        held.setdefault(current_effect(), rid)  # the calendar dedupes on the event id
+        return {"event": rid}
+
+    with pytest.raises(Crash):
+        book("r1")
+    assert [u.reason for u in app.recover().unsettled] == ["ConnectionError: lease db timeout"]
+    again = app.recover()
+    assert [o.status for o in again.settled] == [Status.COMMITTED_BY_RETRY] and again.complete
+    lease["live"] = False
+    assert book("r1").status == Status.DUPLICATE_IGNORED and len(held) == 1
+
+
+def test_a_lookup_answering_an_empty_list_has_not_found_the_effect(tmp_path):
+    sends, held = [], []
+    app = Interlock(tmp_path / "journal.jsonl", claim_wait=1.0)
+
+    @app.effect(name="book", key=lambda rid: f"book:{rid}", lookup=lambda rid: [e for e in held if e == rid],
+                in_flight=0.0)
+    def book(rid):
+        sends.append(rid)
+        if len(sends) == 1:  # the first request never arrives
+            raise TimeoutError("read timed out")
+        held.append(rid)
+        return {"event": rid}
+
+    outcome = book("r1")
+    assert outcome.status == Status.REAPPLIED_AFTER_QUERY and held == ["r1"]

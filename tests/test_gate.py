@@ -535,3 +535,162 @@ def test_a_recovery_lookup_reports_what_it_found_as_the_journal_holds_it(tmp_pat
     outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
     assert outcome.status == "COMMITTED_ON_QUERY" and len(landed) == 1
     assert outcome.evidence == {"python_repr": repr(time.gmtime(0))}
+
+
+class _CrashAfterCommit:
+    """Hooks that stop the gate once its send landed, before COMMITTED is journaled (a crash there)."""
+
+    class Crash(BaseException):
+        """The process stops here."""
+
+    def reach(self, point):
+        if point == "after_commit":
+            raise self.Crash(point)
+
+
+def test_a_lease_that_raises_at_a_resends_last_look_leaves_the_send_open(tmp_path, service):
+    lease = {"state": "live"}
+
+    class Hiccup:  # the lease store fails the resend's last look once; after it the lease has ended
+        def reach(self, point):
+            if point == "recovery_before_resend":
+                lease["state"] = "hiccup"
+
+    def live():
+        if lease["state"] == "hiccup":
+            lease["state"] = "ended"
+            raise OSError("lease store hiccup")
+        return lease["state"] == "live"
+
+    target = FunctionTarget("svc", service.send, tier=1)  # dedupes on the effect id; no lookup
+    leased = Effect("k", {"to": "v41"}, [], CallableLease(live))
+    with pytest.raises(_CrashAfterCommit.Crash):
+        gated(tmp_path, target, hooks=_CrashAfterCommit()).submit(leased)
+    gate = gated(tmp_path, target, claim_wait=0.5, hooks=Hiccup())
+    with pytest.raises(OSError, match="lease store hiccup"):
+        gate.submit(leased)
+    eid = effect_id_for("k")
+    assert kinds(gate, eid)[-1] == "REDISPATCHED" and gate.journal.effect(eid).open_dispatch
+    later = gate.submit(leased)  # the lease ended: nothing may be sent, and nothing can say whether it landed
+    assert later.status == "AMBIGUOUS" and later.landed is None and len(service.landed) == 1
+
+
+@pytest.mark.parametrize("answer", [[], (), {}, set(), frozenset(), False])
+def test_a_lookup_answering_false_or_an_empty_collection_has_not_found_the_effect(tmp_path, answer):
+    sends, landed = [], []
+
+    def send(effect_id, payload):  # the first request never arrives; the resend lands
+        sends.append(effect_id)
+        if len(sends) == 1:
+            raise ConnectionResetError("connection reset")
+        landed.append(effect_id)
+        return {"call": len(landed)}
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: answer, in_flight=0.0)
+    outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
+    assert outcome.status == "REAPPLIED_AFTER_QUERY" and landed == [outcome.effect_id]
+
+
+def test_a_resend_rejected_by_a_dedupe_fence_without_a_lookup_is_ambiguous_not_refused(tmp_path):
+    store = {}
+
+    def create_only(effect_id, payload):  # the dedupe is a create-only precondition: a second apply is a 412
+        if effect_id in store:
+            raise Rejected("412: the object exists", precondition=True)
+        store[effect_id] = payload
+        return {"generation": 1}
+
+    target = FunctionTarget("svc", create_only, tier=1)
+    with pytest.raises(_CrashAfterCommit.Crash):
+        gated(tmp_path, target, hooks=_CrashAfterCommit()).submit(effect())
+    gate = gated(tmp_path, target, claim_wait=0.5)
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.landed is None and len(store) == 1
+    assert kinds(gate, outcome.effect_id)[-1] == "AMBIGUOUS"
+    assert gate.submit(effect()).status == "AMBIGUOUS"
+
+
+def test_the_in_flight_bound_after_a_send_that_hung_counts_from_when_it_raised_not_from_its_dispatch(tmp_path):
+    landed, sends = [], []
+
+    def slow(effect_id, payload):  # the service applies the first request 0.2 s after the client gave up at 0.5 s
+        sends.append(effect_id)
+        if len(sends) == 1:
+            threading.Timer(0.7, landed.append, [effect_id]).start()
+            time.sleep(0.5)
+            raise TimeoutError("no answer within the client's timeout")
+        landed.append(effect_id)
+        return {"call": len(landed)}
+
+    target = FunctionTarget("svc", slow, tier=2, find=lambda eid, payload: {"call": 1} if eid in landed else None,
+                            in_flight=0.6)
+    outcome = gated(tmp_path, target, claim_wait=5.0).submit(effect())
+    time.sleep(0.3)
+    assert outcome.status == "COMMITTED_ON_QUERY" and len(sends) == 1 and len(landed) == 1
+
+
+class _RejectedAndLost(ConnectionError, Rejected):
+    """An error that is both the service's no and a lost answer: a lost answer, since it may have landed."""
+
+    def __init__(self):
+        Rejected.__init__(self, "reset, or refused?")
+
+
+def test_an_error_both_rejected_and_a_lost_answer_on_the_send_is_settled_as_a_lost_answer(tmp_path):
+    def send(effect_id, payload):
+        raise _RejectedAndLost()
+
+    outcome = gated(tmp_path, FunctionTarget("svc", send, tier=3), claim_wait=0.5).submit(effect())
+    assert outcome.status == "AMBIGUOUS" and outcome.landed is None
+
+
+def test_an_error_both_rejected_and_a_lost_answer_on_a_resend_is_settled_as_a_lost_answer(tmp_path, service):
+    sends = []
+
+    def send(effect_id, payload):  # neither request arrives; the resend's error also reads as a refusal
+        sends.append(effect_id)
+        raise ConnectionResetError("connection reset") if len(sends) == 1 else _RejectedAndLost()
+
+    gate = gated(tmp_path, FunctionTarget("svc", send, tier=2, find=service.find, in_flight=0.0), claim_wait=0.5)
+    outcome = gate.submit(effect())
+    assert outcome.status == "AMBIGUOUS" and len(sends) == 2
+    assert gate.journal.effect(outcome.effect_id).open_dispatch  # a request of the resend may still land
+
+
+class _CrashBeforeRequest:
+    """Hooks that stop the gate after its last look, right before the request."""
+
+    def reach(self, point):
+        if point == "before_request":
+            raise _CrashAfterCommit.Crash(point)
+
+
+def _premised(names, *, leased):
+    premises = [Premise(name, lambda: "17", decided="17") for name in names]
+    return Effect("k", {"to": "v41"}, premises, CallableLease(lambda: True) if leased else None)
+
+
+@pytest.mark.parametrize("first, again, says", [
+    (_premised(["generation", "owner"], leased=True), _premised(["generation"], leased=True),
+     "journaled with the premises ['generation', 'owner'"),
+    (_premised([], leased=True), _premised([], leased=False), "journaled with a lease and this effect has none"),
+    (_premised([], leased=False), _premised([], leased=True), "journaled without a lease and this effect has one"),
+])
+@pytest.mark.parametrize("stop", ["a moved premise", "a crash before the request"])
+def test_the_same_key_and_payload_with_other_premises_or_lease_is_a_conflicting_payload(tmp_path, service, first,
+                                                                                       again, says, stop):
+    target = FunctionTarget("svc", service.send, tier=1)
+    if stop == "a moved premise":
+        moved = Effect(first.key, first.payload, [*first.premises, Premise("slot", lambda: "busy", decided="free")],
+                       first.lease)
+        again = Effect(again.key, again.payload, [*again.premises, Premise("slot", lambda: "free", decided="free")],
+                       again.lease)
+        assert gated(tmp_path, target).submit(moved).status == "REFUSED:stale_premise"
+    else:
+        with pytest.raises(_CrashAfterCommit.Crash):
+            gated(tmp_path, target, hooks=_CrashBeforeRequest()).submit(first)
+    gate = gated(tmp_path, target, claim_wait=0.5)
+    for outcome in (gate.submit(again), gate.recover(again)):
+        assert outcome.status == "REFUSED:conflicting_payload" and says in outcome.reason
+    assert service.landed == []
+

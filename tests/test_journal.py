@@ -16,6 +16,7 @@ import pytest
 from interlock import FunctionTarget, Gate, Journal, JournalCorrupt, verify_journal
 from interlock.canonical import entry_hash
 from interlock.effects import Effect
+from interlock.journal import laid_out
 from interlock.witness import RECORD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,3 +243,67 @@ def test_unknown_kinds_are_not_appended(tmp_path):
         with pytest.raises(ValueError, match="unknown journal kind"):
             journal.append("DONE", "e" * 12, {})
         assert len(journal) == 0
+
+
+@pytest.mark.parametrize("field", ["seq", "kind", "effect_id", "prev", "effect_prev", "hash", "ts"])
+def test_data_may_not_set_an_entrys_own_fields(tmp_path, field):
+    with Journal(tmp_path / "journal.jsonl") as journal:
+        with pytest.raises(ValueError, match=f"data may not set the entry's own fields \\['{field}'\\]"):
+            journal.append("COMMITTED", "a" * 12, {field: "b" * 12})
+        assert len(journal) == 0
+
+
+def test_an_edited_line_before_the_checkpoint_is_refused_when_its_effect_is_read(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path, checkpoint_every=5) as journal:
+        journal.append("PROPOSED", "victim", {"x": 1})
+        journal.append("DISPATCHED", "victim", {})
+        journal.append("COMMITTED", "victim", {"result": "ok"})
+        for n in range(8):
+            journal.append("PROPOSED", f"other{n}", {})
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b'"kind":"COMMITTED"', b'"kind": "PROPOSED"', 1))  # the same length
+    with Journal(path, checkpoint_every=5) as journal:  # opening reads only past the checkpoint
+        with pytest.raises(JournalCorrupt, match="listed for effect 'victim' .* the journal was edited"):
+            journal.effect("victim")
+        with pytest.raises(JournalCorrupt):  # and the process appends nothing after it
+            journal.append("PROPOSED", "later", {})
+
+
+def test_an_append_the_disk_cuts_short_is_cut_off_and_raises(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append("PROPOSED", "victim", {"x": 1})
+    code = ("import resource, signal, sys\n"
+            "from interlock import Journal, JournalError\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+            f"journal = Journal({str(path)!r})\n"
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({path.stat().st_size} + 100, resource.RLIM_INFINITY))\n"
+            "try:\n"
+            "    journal.append('DISPATCHED', 'victim', {'pad': 'y' * 200})\n"
+            "except JournalError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "were written (is the disk full?); they were cut off again" in done.stdout, done.stdout + done.stderr
+    assert path.read_bytes().endswith(b"\n")
+    with Journal(path) as journal:
+        assert journal.effect("victim").kinds == ["PROPOSED"] and not journal.torn
+
+
+def test_a_history_rewritten_past_the_witnessed_end_without_the_witnessed_entry_is_refused(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with Journal(path) as journal:
+        journal.append("PROPOSED", "victim", {"x": 1})
+        journal.append("DISPATCHED", "victim", {})
+        journal.append("COMMITTED", "victim", {"result": "ok"})
+    first = path.read_bytes().splitlines(keepends=True)[0]
+    _, longer = laid_out("PROPOSED", "filler", {"pad": "z" * 400}, seq=1, prev=json.loads(first)["hash"], record=None)
+    path.write_bytes(first + longer)  # one re-hashed entry in place of two, running past the witnessed end
+    rewritten = path.read_bytes()
+    with pytest.raises(JournalCorrupt, match="reaches past where its witness saw entry 2 end, but holds only 2 "
+                                             "entries"):
+        Journal(path)
+    assert path.read_bytes() == rewritten
+    done = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "holds only 2 entries" in done.stdout

@@ -214,3 +214,13 @@ def test_processes_moving_the_index_rolling_and_archiving_at_once_leave_every_ef
     with Journal(path, checkpoint_every=7, archive=archive) as reader:
         found = {f"{p:06x}{n:06x}": reader.effect(f"{p:06x}{n:06x}") for p in range(12) for n in range(50)}
     assert {eid: r.kinds for eid, r in found.items() if r.kinds != ["PROPOSED", "DISPATCHED", "COMMITTED"]} == {}
+
+
+def test_a_torn_last_checkpoint_line_is_passed_over_for_the_one_before(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    fill(path, 20, checkpoint_every=10)
+    checkpoints = Path(f"{path}.checkpoints")
+    with open(checkpoints, "ab") as f:
+        f.write(b'{"seq": 99, "hea')  # a checkpoint's write cut short by a power loss
+    with Journal(path, checkpoint_every=10) as journal:
+        assert len(journal) == 76 and journal.effect(f"{3:012x}").resolution is not None

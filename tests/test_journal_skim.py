@@ -171,3 +171,16 @@ def test_a_writer_that_follows_the_index_keeps_only_its_effects_written_since(tm
         held = len(mine._ahead) + len(mine._tail)
         assert held <= 2, held  # memory holds the effects since the index last moved, not all 40 of its own
         assert mine.effect(f"a{3:011x}").kinds == ["PROPOSED"]  # found through the index
+
+
+def test_a_result_for_an_id_that_needs_an_escape_is_seen_beside_a_line_that_nests_an_effect_id(tmp_path):
+    path, eid = tmp_path / "journal.jsonl", "caf\u00e9 \"x\""
+    with Journal(path) as mine, Journal(path) as theirs:
+        mine.append("PROPOSED", eid, {"agent": "a"})
+        mine.append("DISPATCHED", eid, {"epoch": 1})
+        theirs.append("COMMITTED", eid, {"via": "recovery-query", "found": 1, "epoch": 2})
+        theirs.append("PROPOSED", "o" * 12, {"agent": "b", "answer": {"effect_id": "svc-123"}})
+        mine.refresh()
+        assert mine.effect(eid).resolution["via"] == "recovery-query" and not mine.effect(eid).open_dispatch
+        assert mine.append("COMMITTED", eid, {"via": "send", "result": 1, "epoch": 1})["kind"] == "LATE_RESULT"
+    assert verify_journal([json.loads(line) for line in path.read_text().splitlines()])["valid"]

@@ -98,7 +98,8 @@ class Target(Protocol):
         ...
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any | None:
-        """Evidence that the effect landed, found at the service by its id, or None when it did not."""
+        """Evidence that the effect landed, found at the service by its id; None, False or an empty list, tuple,
+        dict, set or frozenset when it did not (`not_found`)."""
         ...
 
 
@@ -127,6 +128,12 @@ def validate_fencing(fences: Any, in_flight: float | None) -> None:
     if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, (int, float))
                                   or in_flight < 0):
         raise ConfigurationError(f"in_flight must be a number of seconds >= 0, got {in_flight!r}")
+
+
+def not_found(answer: Any) -> bool:
+    """Whether a lookup's answer says the effect is not at the service: None, False or an empty collection."""
+    return answer is None or answer is False or (isinstance(answer, (list, tuple, dict, set, frozenset))
+                                                 and not answer)
 
 
 def unanswered(exc: BaseException) -> bool:

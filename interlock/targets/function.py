@@ -15,8 +15,9 @@ class FunctionTarget:
     """Wraps `send(effect_id, payload)`; its return value is kept as the effect's evidence.
 
     The caller declares what only it knows about its service: the tier (does it dedupe on the effect id, tier
-    1; can it be asked whether the effect landed, `find`, tier 2), what the service refuses on its own
-    (`fences`: `DEDUPE`, `LEASE`, `EPOCH` or the names of premises each request preconditions on), and
+    1; can it be asked whether the effect landed, `find`, tier 2: evidence when it did, else None, False or an
+    empty collection), what the service refuses on its own (`fences`: `DEDUPE`, `LEASE`, `EPOCH` or the names of
+    premises each request preconditions on), and
     `in_flight`, the longest a request from a dead sender can still land where no fence covers it (see
     `interlock.targets.base`). With `takes_epoch=True`, `send(effect_id, payload, epoch=...)` receives the claim
     epoch; `shut(effect_id, payload, epoch=...)`, when given, makes the service refuse every request of the
@@ -50,7 +51,7 @@ class FunctionTarget:
         return self.send(effect_id, payload, **epoch)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any | None:
-        """Call the wrapped lookup."""
+        """Call the wrapped lookup: None, False or an empty list, tuple, dict, set or frozenset means not found."""
         if self.find is None:
             raise NotImplementedError(f"target {self.name!r} has no lookup")
         return self.find(effect_id, payload)
