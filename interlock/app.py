@@ -417,8 +417,9 @@ class Interlock:
         tuple, dict, set or frozenset (not found).
 
         The effect id comes from the key alone, whichever action it is for: keys must be unique across the actions
-        of one journal (`f"book:{rid}"`, `f"cancel:{rid}"`), since the same key for another action, or for other
-        arguments, is refused as a conflicting payload. An effect is decided once, on the facts first observed for
+        of one journal (`f"book:{rid}"`, `f"cancel:{rid}"`), since the same key for another action, for other
+        arguments, or declared with other facts or without the lease it was decided under, is refused as a
+        conflicting payload. An effect is decided once, on the facts first observed for
         it: a refusal before any send (the lease not live, a fact moved) leaves it open, and a later call is checked
         again against those first facts, never against newly observed ones, so a crashed job that restarts cannot
         decide again on what it reads after the outage. To act on new facts, call under a new key.
