@@ -207,12 +207,15 @@ def _code(looked: Check) -> RefusalCode:
 
 def _conflict(effect: Effect, record: EffectRecord, proposed: dict[str, Any] | None) -> Outcome | None:
     """REFUSED_CONFLICTING_PAYLOAD when the effect is not the one its id was proposed as: another payload, other
-    premise names, or a lease where none was journaled (or none where one was); else None."""
+    premise names or expected values, or a lease where none was journaled (or none where one was); else None."""
     if record.payload_hash != digest(effect.payload):
         reason = "the effect id was journaled with another payload (the same key, other arguments)"
     elif proposed is not None and set(proposed.get("premises", {})) != {p.name for p in effect.premises}:
         reason = (f"the effect id was journaled with the premises {sorted(proposed.get('premises', {}))}, not "
                   f"{sorted(p.name for p in effect.premises)}")
+    elif proposed is not None and proposed.get("expect", {}) != _expected(effect):
+        reason = (f"the effect id was journaled expecting {proposed.get('expect', {})!r} of its premises, not "
+                  f"{_expected(effect)!r}")
     # an entry journaled before "leased" was recorded says nothing about the lease
     elif proposed is not None and proposed.get("leased", effect.lease is not None) != (effect.lease is not None):
         reason = ("the effect id was journaled with a lease and this effect has none" if proposed["leased"]
@@ -220,6 +223,11 @@ def _conflict(effect: Effect, record: EffectRecord, proposed: dict[str, Any] | N
     else:
         return None
     return Outcome(Status.REFUSED_CONFLICTING_PAYLOAD, effect.effect_id, reason=reason)
+
+
+def _expected(effect: Effect) -> dict[str, Any]:
+    """The values the effect's premises must have, by name, for those that name one."""
+    return {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET}
 
 
 def _journalable(effect: Effect, target: str) -> dict[str, Any]:
@@ -231,7 +239,7 @@ def _journalable(effect: Effect, target: str) -> dict[str, Any]:
         "lease": effect.lease.describe() if effect.lease is not None else None,
         "leased": effect.lease is not None,
         "premises": {p.name: p.recorded() for p in effect.premises},
-        "expect": {p.name: p.expect for p in effect.premises if p.expect is not NOT_SET},
+        "expect": _expected(effect),
         "effect": effect.payload,
     }
     for field in ("effect", "premises", "expect", "lease", "key"):

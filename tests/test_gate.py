@@ -12,7 +12,7 @@ from interlock.backends import open_journal
 from pg_worker import fresh_database, pg_cluster  # noqa: F401  (fixture)
 from tests.hazard_worker import journal_address
 from interlock import (CallableLease, Check, ConfigurationError, Effect, EffectRefused, EffectUnsettled, FunctionTarget,
-                       Gate, Premise, Rejected, UnknownEffect, bundle, effect_id_for, verify)
+                       Gate, NOT_SET, Premise, Rejected, UnknownEffect, bundle, effect_id_for, verify)
 
 
 class Service:
@@ -665,8 +665,8 @@ class _CrashBeforeRequest:
             raise _CrashAfterCommit.Crash(point)
 
 
-def _premised(names, *, leased):
-    premises = [Premise(name, lambda: "17", decided="17") for name in names]
+def _premised(names, *, leased, expect=NOT_SET):
+    premises = [Premise(name, lambda: "17", decided="17", expect=expect) for name in names]
     return Effect("k", {"to": "v41"}, premises, CallableLease(lambda: True) if leased else None)
 
 
@@ -675,9 +675,11 @@ def _premised(names, *, leased):
      "journaled with the premises ['generation', 'owner'"),
     (_premised([], leased=True), _premised([], leased=False), "journaled with a lease and this effect has none"),
     (_premised([], leased=False), _premised([], leased=True), "journaled without a lease and this effect has one"),
+    (_premised(["generation"], leased=True, expect="17"), _premised(["generation"], leased=True, expect="18"),
+     "journaled expecting {'generation': '17'} of its premises, not {'generation': '18'}"),
 ])
 @pytest.mark.parametrize("stop", ["a moved premise", "a crash before the request"])
-def test_the_same_key_and_payload_with_other_premises_or_lease_is_a_conflicting_payload(tmp_path, service, first,
+def test_the_same_key_and_payload_with_other_premises_expectations_or_lease_is_a_conflicting_payload(tmp_path, service, first,
                                                                                        again, says, stop):
     target = FunctionTarget("svc", service.send, tier=1)
     if stop == "a moved premise":
