@@ -10,7 +10,7 @@ journals (`Journal`, `interlock.pg`), receipts (`verify`, `bundle`), and every e
 (`interlock.errors`). Fault tests pass a hook (`interlock.hooks`); nothing outside the program can fault it.
 """
 
-from .app import Action, AsyncAction, Interlock, Recovered, Unsettled, current_effect
+from .app import Action, AsyncAction, Interlock, Recovered, Unsettled, current_effect, current_epoch
 from .backends import open_journal
 from .checks import Check
 from .claims import Claim, FileClaims
@@ -38,6 +38,6 @@ __all__ = [
     "JournalUnavailable", "LEASE", "Lease", "NOT_SET", "Outcome", "Premise", "Recovered", "RefusalCode", "Rejected",
     "SpillFailed", "Status",
     "TIER_BLIND", "TIER_DEDUPE", "TIER_LOOKUP", "Target", "Unanswered", "UnjournalableArgument", "UnknownEffect", "Unsettled",
-    "bundle", "current_effect", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
+    "bundle", "current_effect", "current_epoch", "effect_id_for", "generate_key", "open_journal", "open_send", "public_hex", "verify", "verify_journal",
     "write_checkpoint",
 ]

@@ -33,11 +33,12 @@ same call with the wrapped function's own parameter types.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, overload
 
@@ -60,6 +61,7 @@ OBSERVED = "observed"
 
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("interlock_current_effect")
 _bridge: contextvars.ContextVar[_Bridge] = contextvars.ContextVar("interlock_bridge")
+_epoch: contextvars.ContextVar[int] = contextvars.ContextVar("interlock_current_epoch")
 
 
 def current_effect() -> str:
@@ -72,6 +74,20 @@ def current_effect() -> str:
         return _current.get()
     except LookupError:
         raise ConfigurationError("current_effect() is set only inside a gated send or lookup") from None
+
+
+def current_epoch() -> int:
+    """The claim epoch of the send under way, for a decorated function whose service fences on it (`fences=[EPOCH]`).
+
+    Sent with the request, it lets the service refuse a request whose epoch is below the highest it has seen for the
+    effect: a sender that was paused while its claim was taken over can no longer land its request after the
+    successor's. Recovery counts on that fence only because the function is handed the epoch here.
+    """
+    try:
+        return _epoch.get()
+    except LookupError:
+        raise ConfigurationError("current_epoch() is set only inside a gated send whose action fences on EPOCH") \
+            from None
 
 
 @dataclass(frozen=True)
@@ -149,7 +165,7 @@ class _Spec:
         self.lookup = lookup
         self.signature = inspect.signature(fn)
         target = FunctionTarget(name, self._send, tier=tier, find=self._find if lookup else None, fences=fences,
-                                in_flight=in_flight)
+                                in_flight=in_flight, takes_epoch=EPOCH in fences)
         self.gate = Gate(app.journal, target, claims=app.claims, claim_wait=app.claim_wait, hooks=app.hooks)
 
     def submit(self, bridge: _Bridge, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -213,32 +229,40 @@ class _Spec:
 
         return _AnsweredLease(self.name, lambda: _bridge.get().call(lease, *args, **kwargs))
 
-    def _send(self, effect_id: str, payload: dict[str, Any]) -> Any:
-        return self._in_effect(effect_id, self.fn, payload)
+    def _send(self, effect_id: str, payload: dict[str, Any], epoch: int | None = None) -> Any:
+        return self._in_effect(effect_id, self.fn, payload, epoch)
 
     def _find(self, effect_id: str, payload: dict[str, Any]) -> Any:
         assert self.lookup is not None
         return self._in_effect(effect_id, self.lookup, payload)
 
-    def _in_effect(self, effect_id: str, fn: Callable[..., Any], payload: dict[str, Any]) -> Any:
+    def _in_effect(self, effect_id: str, fn: Callable[..., Any], payload: dict[str, Any],
+                   epoch: int | None = None) -> Any:
         args, kwargs = payload.get("args", []), payload.get("kwargs", {})
         bridge = _bridge.get()
         if inspect.iscoroutinefunction(fn):
-            return bridge.wait(_with_effect(effect_id, fn, args, kwargs))
-        token = _current.set(effect_id)
-        try:
+            return bridge.wait(_with_effect(effect_id, epoch, fn, args, kwargs))
+        with _in_send(effect_id, epoch):
             return bridge.call(fn, *args, **kwargs)
-        finally:
-            _current.reset(token)
 
 
-async def _with_effect(effect_id: str, fn: Callable[..., Awaitable[Any]], args: list[Any],
-                       kwargs: dict[str, Any]) -> Any:
+@contextlib.contextmanager
+def _in_send(effect_id: str, epoch: int | None) -> Iterator[None]:
+    """`current_effect()` and, when the action fences on it, `current_epoch()` for the call inside."""
     token = _current.set(effect_id)
+    held = _epoch.set(epoch) if epoch is not None else None
     try:
-        return await fn(*args, **kwargs)
+        yield
     finally:
+        if held is not None:
+            _epoch.reset(held)
         _current.reset(token)
+
+
+async def _with_effect(effect_id: str, epoch: int | None, fn: Callable[..., Awaitable[Any]], args: list[Any],
+                       kwargs: dict[str, Any]) -> Any:
+    with _in_send(effect_id, epoch):
+        return await fn(*args, **kwargs)
 
 
 def _one_spelling(bound: inspect.BoundArguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -410,7 +434,8 @@ class Interlock:
         an error. `lease` returns whether the authority is live, True or False (or a `Lease`). `facts` read each premise now;
         `expect` pins some of them. `tier`: 1 when the service dedupes on the effect id, 2 when `lookup` can find
         the effect (the default with a lookup), 3 otherwise. `fences` names what the service refuses on its own
-        (`DEDUPE`, `LEASE`, or facts each request preconditions on), and `in_flight=SECONDS` the longest a request
+        (`DEDUPE`, `LEASE`, `EPOCH`: the function sends `current_epoch()` with the request, or facts each request
+        preconditions on), and `in_flight=SECONDS` the longest a request
         from a dead sender can still land where no fence covers what moved: recovery does not conclude "not
         landed" before then (see `interlock.targets.base`). The function and `lookup` get the effect id from
         `current_effect()`; `lookup` returns evidence that the effect landed, else None, False or an empty list,
@@ -429,13 +454,10 @@ class Interlock:
         unknown = sorted(set(expect) - set(facts))
         if unknown:
             raise ConfigurationError(f"expect names facts that are not declared: {unknown}")
-        if not isinstance(fences, str) and EPOCH in fences:  # recovery would count on a fence no request carries
-            raise ConfigurationError(f"fences names {EPOCH!r}, but a decorated function is never handed the claim "
-                                     "epoch to send; fence on it through Gate with FunctionTarget(takes_epoch=True)")
-        unfenced = sorted(set(fences) - {DEDUPE, LEASE} - set(facts)) if not isinstance(fences, str) else []
+        unfenced = sorted(set(fences) - {DEDUPE, LEASE, EPOCH} - set(facts)) if not isinstance(fences, str) else []
         if unfenced:
-            raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r} nor a declared "
-                                     "fact")
+            raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r}, {EPOCH!r} "
+                                     "nor a declared fact")
         level = tier if tier is not None else (TIER_LOOKUP if lookup is not None else TIER_BLIND)
 
         def decorate(fn: Callable[P, Any]) -> Any:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from interlock import (CallableLease, ConfigurationError, DuplicateAction, EffectRefused, EffectUnsettled, FileClaims,
-                       EPOCH, Interlock, JournalError, Status, UnjournalableArgument, current_effect, effect_id_for,
-                       verify)
+from interlock import (DEDUPE, EPOCH, CallableLease, ConfigurationError, DuplicateAction, EffectRefused,
+                       EffectUnsettled, FileClaims, Interlock, JournalError, Status, UnjournalableArgument,
+                       current_effect, current_epoch, effect_id_for, verify)
 from interlock.hooks import NO_HOOKS
 from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
 
@@ -471,10 +471,46 @@ def test_declaring_an_action_with_arguments_it_cannot_use_is_an_error_at_once(tm
             app.effect(**options)
 
 
-def test_an_epoch_fence_is_refused_since_a_decorated_function_never_receives_the_epoch(tmp_path):
-    with Interlock(tmp_path / "journal.jsonl") as app:
-        with pytest.raises(ConfigurationError, match="fences names 'epoch', but a decorated function is never handed"):
-            app.effect(key=lambda: "k", fences=[EPOCH])
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_action_fenced_on_the_epoch_sends_the_claim_epoch_of_each_send(tmp_path, asynchronous):
+    seen: list[int] = []
+
+    def make(hooks):
+        app = Interlock(tmp_path / "journal.jsonl", claim_wait=0.0, hooks=hooks)
+
+        def sync_send(order: str) -> dict:
+            seen.append(current_epoch())
+            return {"order": order}
+
+        async def async_send(order: str) -> dict:
+            seen.append(current_epoch())
+            return {"order": order}
+
+        send = app.effect(name="send", key=lambda order: f"send:{order}", tier=1, fences=[EPOCH, DEDUPE])(
+            async_send if asynchronous else sync_send)
+        return app, send
+
+    crashing, send = make(CrashAt("after_commit"))
+    with pytest.raises(Crash):
+        asyncio.run(send("o1")) if asynchronous else send("o1")
+    crashing.close()
+    app, send = make(NO_HOOKS)
+    outcome = asyncio.run(send("o1")) if asynchronous else send("o1")
+    assert outcome.status == "COMMITTED_BY_RETRY" and seen == [1, 2]  # the successor's resend carries its own
+
+
+def test_current_epoch_is_set_only_inside_a_send_fenced_on_the_epoch(tmp_path):
+    app, count, _ = counter_app(tmp_path)
+    with pytest.raises(ConfigurationError, match="current_epoch\\(\\) is set only inside a gated send whose action "
+                                                 "fences on EPOCH"):
+        current_epoch()
+
+    @app.effect(name="unfenced", key=lambda: "unfenced")
+    def unfenced() -> int:
+        return current_epoch()
+
+    outcome = unfenced()  # the function's own error: never sent again
+    assert outcome.status == "AMBIGUOUS" and "fences on EPOCH" in outcome.error["message"]
 
 
 def test_a_fence_may_name_a_declared_fact(tmp_path):
