@@ -136,10 +136,29 @@ def not_found(answer: Any) -> bool:
                                                  and not answer)
 
 
+# The lost answers of the common HTTP clients, named by the module and class of an exception or an ancestor: a
+# request that timed out or lost its connection may have landed. Named, not imported: none of them is a dependency.
+CLIENT_LOST_ANSWERS = frozenset({
+    "requests.exceptions.ConnectionError", "requests.exceptions.Timeout", "requests.exceptions.ChunkedEncodingError",
+    "urllib3.exceptions.ProtocolError", "urllib3.exceptions.TimeoutError", "httpx._exceptions.TransportError",
+    "aiohttp.client_exceptions.ClientConnectionError", "aiohttp.client_exceptions.ServerTimeoutError",
+})
+# Their errors for an answer the client got, which is lost when the service failed (a 5xx) after it may have acted
+CLIENT_STATUS_ERRORS = frozenset({"requests.exceptions.HTTPError", "httpx._exceptions.HTTPStatusError"})
+
+
 def unanswered(exc: BaseException) -> bool:
-    """Whether an exception from a send is a lost answer (recovery may settle it by lookup), not the caller's bug."""
+    """Whether an exception from a send is a lost answer (recovery may settle it by lookup), not the caller's bug:
+    `Unanswered`; the standard library's connection errors, timeouts and 5xx answers; and those of requests,
+    urllib3, httpx and aiohttp."""
     if isinstance(exc, Unanswered):
         return True
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code >= 500
-    return isinstance(exc, (ConnectionError, TimeoutError, urllib.error.URLError, http.client.HTTPException))
+    if isinstance(exc, (ConnectionError, TimeoutError, urllib.error.URLError, http.client.HTTPException)):
+        return True
+    names = {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
+    if names & CLIENT_STATUS_ERRORS:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        return isinstance(status, int) and status >= 500
+    return bool(names & CLIENT_LOST_ANSWERS)
