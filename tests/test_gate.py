@@ -537,14 +537,18 @@ def test_a_recovery_lookup_reports_what_it_found_as_the_journal_holds_it(tmp_pat
     assert outcome.evidence == {"python_repr": repr(time.gmtime(0))}
 
 
-class _CrashAfterCommit:
-    """Hooks that stop the gate once its send landed, before COMMITTED is journaled (a crash there)."""
+class _CrashAt:
+    """Hooks that stop the gate at one of its points (after_commit: once its send landed, before COMMITTED is
+    journaled; before_request: after its last look, right before the request)."""
 
     class Crash(BaseException):
         """The process stops here."""
 
+    def __init__(self, point):
+        self.point = point
+
     def reach(self, point):
-        if point == "after_commit":
+        if point == self.point:
             raise self.Crash(point)
 
 
@@ -564,8 +568,8 @@ def test_a_lease_that_raises_at_a_resends_last_look_leaves_the_send_open(tmp_pat
 
     target = FunctionTarget("svc", service.send, tier=1)  # dedupes on the effect id; no lookup
     leased = Effect("k", {"to": "v41"}, [], CallableLease(live))
-    with pytest.raises(_CrashAfterCommit.Crash):
-        gated(tmp_path, target, hooks=_CrashAfterCommit()).submit(leased)
+    with pytest.raises(_CrashAt.Crash):
+        gated(tmp_path, target, hooks=_CrashAt("after_commit")).submit(leased)
     gate = gated(tmp_path, target, claim_wait=0.5, hooks=Hiccup())
     with pytest.raises(OSError, match="lease store hiccup"):
         gate.submit(leased)
@@ -601,8 +605,8 @@ def test_a_resend_rejected_by_a_dedupe_fence_without_a_lookup_is_ambiguous_not_r
         return {"generation": 1}
 
     target = FunctionTarget("svc", create_only, tier=1)
-    with pytest.raises(_CrashAfterCommit.Crash):
-        gated(tmp_path, target, hooks=_CrashAfterCommit()).submit(effect())
+    with pytest.raises(_CrashAt.Crash):
+        gated(tmp_path, target, hooks=_CrashAt("after_commit")).submit(effect())
     gate = gated(tmp_path, target, claim_wait=0.5)
     outcome = gate.submit(effect())
     assert outcome.status == "AMBIGUOUS" and outcome.landed is None and len(store) == 1
@@ -657,14 +661,6 @@ def test_an_error_both_rejected_and_a_lost_answer_on_a_resend_is_settled_as_a_lo
     assert gate.journal.effect(outcome.effect_id).open_dispatch  # a request of the resend may still land
 
 
-class _CrashBeforeRequest:
-    """Hooks that stop the gate after its last look, right before the request."""
-
-    def reach(self, point):
-        if point == "before_request":
-            raise _CrashAfterCommit.Crash(point)
-
-
 def _premised(names, *, leased, expect=NOT_SET):
     premises = [Premise(name, lambda: "17", decided="17", expect=expect) for name in names]
     return Effect("k", {"to": "v41"}, premises, CallableLease(lambda: True) if leased else None)
@@ -689,8 +685,8 @@ def test_the_same_key_and_payload_with_other_premises_expectations_or_lease_is_a
                        again.lease)
         assert gated(tmp_path, target).submit(moved).status == "REFUSED:stale_premise"
     else:
-        with pytest.raises(_CrashAfterCommit.Crash):
-            gated(tmp_path, target, hooks=_CrashBeforeRequest()).submit(first)
+        with pytest.raises(_CrashAt.Crash):
+            gated(tmp_path, target, hooks=_CrashAt("before_request")).submit(first)
     gate = gated(tmp_path, target, claim_wait=0.5)
     for outcome in (gate.submit(again), gate.recover(again)):
         assert outcome.status == "REFUSED:conflicting_payload" and says in outcome.reason

@@ -87,12 +87,18 @@ def test_settled_segments_are_archived_and_still_read_from_the_archive(tmp_path)
     assert receipts(path, "--archive", str(archive)).returncode == 0
 
 
-def test_receipts_on_a_journal_whose_every_rolled_segment_was_archived_say_to_pass_the_archive(tmp_path):
+def archived_whole(tmp_path: Path) -> tuple[Path, Path]:
+    """A journal of 40 settled effects whose every rolled segment was archived, and its archive."""
     path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
     with Journal(path, segment_bytes=4096, archive=archive) as journal:
         fill(journal, 0, 40)
         journal.archive_settled()
-        assert not rolled_segments(path, None) and rolled_segments(archive / path.name, None)
+    return path, archive
+
+
+def test_receipts_on_a_journal_whose_every_rolled_segment_was_archived_say_to_pass_the_archive(tmp_path):
+    path, archive = archived_whole(tmp_path)
+    assert not rolled_segments(path, None) and rolled_segments(archive / path.name, None)
     alone = receipts(path)
     verdict = json.loads(alone.stdout)
     assert not verdict["valid"]
@@ -102,10 +108,7 @@ def test_receipts_on_a_journal_whose_every_rolled_segment_was_archived_say_to_pa
 
 
 def test_opening_a_journal_whose_every_rolled_segment_was_archived_without_the_archive_names_it(tmp_path):
-    path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
-    with Journal(path, segment_bytes=4096, archive=archive) as journal:
-        fill(journal, 0, 40)
-        journal.archive_settled()
+    path, archive = archived_whole(tmp_path)
     with pytest.raises(JournalCorrupt, match=r"journal.jsonl:1: the first entry is seq \d+, and no segment before "
                                              r"it was found .* opened with archive=DIR"):
         Journal(path)
