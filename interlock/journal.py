@@ -205,10 +205,13 @@ class Journal:
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # `append_ahead` entries, per effect
         self._lock = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         self._files = SegmentFiles(self.path, Path(archive) if archive is not None else None)
-        self._witness = Witness(f"{self.path}.witness")
+        kept = os.path.exists(f"{self.path}.witness")  # False: no process of this library ever opened it here,
+        if kept:  # and its witness is made only once the journal checked out, so a refused open leaves none
+            self._witness = Witness(f"{self.path}.witness")
         self._index = EffectIndex(f"{self.path}.index")
         try:
-            witnessed = self._witness.read()  # before the journal's lock: a flush holds the witness, then takes it
+            witnessed = self._witness.read() if kept else None  # before the journal's lock: a flush holds the
+            # witness, then takes it
             with self._mutex:
                 _take(self._lock)
                 try:
@@ -216,9 +219,11 @@ class Journal:
                     covered = self._index.covered()
                     if covered is not None:
                         self._resume(covered)
-                    self._catch_up(witnessed, last_checkpoint(self.checkpoints_path))
+                    self._catch_up(witnessed, last_checkpoint(self.checkpoints_path), unwitnessed=not kept)
                 finally:
                     fcntl.flock(self._lock, fcntl.LOCK_UN)
+            if not kept:
+                self._witness = Witness(f"{self.path}.witness")
         except BaseException:
             self.close()
             raise
@@ -665,18 +670,20 @@ class Journal:
         self._tail_seq = covered.seq
         self._tip_start, self._tip_prev = start, entry.get("prev")
 
-    def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
+    def _catch_up(self, witnessed: Mark | None, checkpoint: dict[str, Any] | None, *,
+                  unwitnessed: bool = False) -> None:
         """Read and check every complete line past what this process has seen. At open, also hold the journal to
-        its witness and its last checkpoint: one cut back further than a crash can tear is refused. Nothing is
-        changed on disk until every check passed."""
+        its witness and its last checkpoint: one cut back further than a crash can tear is refused, and so is a
+        file that never had a witness (`unwitnessed`) whose only line has no newline. Nothing is changed on disk
+        until every check passed."""
         self._files.follow()
         size = self._files.size()
         if size < self._offset:
             raise JournalCorrupt(f"{self.path}: shrank from {self._offset} to {size} bytes (entries were removed)")
         with collector_paused():
-            self._read(size, witnessed, checkpoint)
+            self._read(size, witnessed, checkpoint, unwitnessed)
 
-    def _read(self, size: int, witnessed: Mark | None, checkpoint: dict[str, Any] | None) -> None:
+    def _read(self, size: int, witnessed: Mark | None, checkpoint: dict[str, Any] | None, unwitnessed: bool) -> None:
         scanned_from = self._offset
         tail = b""
         building = False  # a long read (a first open, a reader behind busy writers) moves the index as it goes,
@@ -697,6 +704,9 @@ class Journal:
             if tail and not cut_short(tail):
                 raise JournalCorrupt(f"{self.path}:{self._line + 1}: the last line has no newline and is not the start "
                                      "of an entry, so no crash tore it; the file is left as it was")
+            if tail and unwitnessed and not self._line:
+                raise JournalCorrupt(f"{self.path}:1: the only line has no newline and no witness was ever kept beside "
+                                     "the file, so no append of this library tore it; the file is left as it was")
             if tail:
                 self._set_aside_torn(tail, self._offset)
             if building:

@@ -54,13 +54,25 @@ def violations(premises: list[Premise], recorded: dict[str, Any], effect_id: str
         now = premise.read()
         shown = _show(now) + (premise.annotate(now) if premise.annotate else "")
         if premise.expect is not NOT_SET:
-            if was != premise.expect:
+            if not _same(was, premise.expect):
                 found.append(f"{premise.name}: must be {_show(premise.expect)}, was {_show(was)} when decided")
-            elif now != premise.expect and not _own(premise, now, was, effect_id):
+            elif not _same(now, premise.expect) and not _own(premise, now, was, effect_id):
                 found.append(f"{premise.name}: must be {_show(premise.expect)}, now {shown}")
-        elif now != was and not _own(premise, now, was, effect_id):
+        elif not _same(now, was) and not _own(premise, now, was, effect_id):
             found.append(f"{premise.name}: was {_show(was)}, now {shown}")
     return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two readings of a fact are the same fact as the journal holds it: `True` is not `1` (nor `False`
+    `0`), and a tuple is the list it reads back as from the journal."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    return bool(a == b)
 
 
 def _own(premise: Premise, now: Any, was: Any, effect_id: str) -> bool:

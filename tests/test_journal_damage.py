@@ -170,6 +170,27 @@ def test_an_entry_whose_newline_was_not_written_is_set_aside_as_torn(tmp_path):
     assert path.read_bytes() == raw[: line_starts(raw)[-1]]
 
 
+def test_a_lone_entry_without_its_newline_and_never_witnessed_is_refused_not_emptied(tmp_path):
+    path, _ = gated_journal(tmp_path, 1)
+    raw = path.read_bytes()
+    only = raw[: line_starts(raw)[1] - 1]  # the first entry alone, as a tool that strips the last newline writes it
+    lone = tmp_path / "copy.jsonl"
+    lone.write_bytes(only)
+    for _ in range(2):  # the refused open leaves no witness behind that would make the next one trust the file
+        with pytest.raises(JournalCorrupt, match="copy.jsonl:1: the only line has no newline and no witness"):
+            Journal(lone)
+    assert lone.read_bytes() == only and not Path(f"{lone}.torn").exists()
+
+
+def test_a_first_append_torn_beside_its_witness_is_set_aside(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    Journal(path).close()  # the writer opened it, so its witness is there, then died inside its first append
+    path.write_bytes(b'{"seq":0,"ts":1.5,"kind":"PROPOSED","effect_id":"job:0","hash":"ab')
+    with Journal(path) as journal:
+        assert len(journal) == 0 and len(journal.torn) == 1
+    assert path.read_bytes() == b""
+
+
 def test_the_receipts_command_calls_a_last_line_no_crash_could_leave_invalid(tmp_path):
     path, _ = gated_journal(tmp_path, 2)
     path.write_bytes(path.read_bytes() + b"# edited by hand")

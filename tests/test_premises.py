@@ -57,3 +57,15 @@ def test_the_recorded_value_is_the_decided_one_when_given():
 def test_every_violated_premise_is_listed():
     premises = [Premise("a", value(1)), Premise("b", value("x")), Premise("c", value(3))]
     assert violations(premises, {"a": 2, "b": "x", "c": 4}, "e") == ["a: was 2, now 1", "c: was 4, now 3"]
+
+
+def test_a_flag_that_moved_from_1_to_true_or_from_0_to_false_is_a_change():
+    assert violations([Premise("approved", value(True))], {"approved": 1}, "e") == ["approved: was 1, now True"]
+    assert violations([Premise("open", value([False]))], {"open": [0]}, "e") == ["open: was [0], now [False]"]
+    assert violations([Premise("flags", value({"on": 1}), expect={"on": True})], {"flags": {"on": True}}, "e") == [
+        "flags: must be {'on': True}, now {'on': 1}"]
+
+
+def test_a_tuple_read_now_is_the_list_the_journal_gave_back():
+    assert violations([Premise("slot", value(("a", 1)), expect=["a", 1])], {"slot": ["a", 1]}, "e") == []
+    assert violations([Premise("slot", value(("a", 1)))], {"slot": ["a", 1]}, "e") == []
