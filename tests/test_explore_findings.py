@@ -25,6 +25,10 @@ def _replay(tmp_path, scenario: str, hazard: str, seed: int, system: str = "inte
 # the service holds its write for 1.5-1.9 s, the authority ends, one recoverer runs.
 @pytest.mark.parametrize(("scenario", "seed"), [("calendar", 0), ("gcp_resource", 9)])
 def test_a_write_in_flight_when_its_sender_died_is_never_recorded_as_refused(tmp_path, scenario, seed):
-    row = _replay(tmp_path, scenario, "slow_service", seed)
-    assert row["in_flight"]["received"] and row["truth"]["writes"], "the request outlived its sender and landed"
-    assert [v for v in check(row) if v.kind in SAFETY] == []
+    for attempt in range(3):  # a loaded machine can kill the sender before its request reached the service
+        row = _replay(tmp_path / str(attempt), scenario, "slow_service", seed)
+        assert [v for v in check(row) if v.kind in SAFETY] == []
+        if row["in_flight"]["received"] and row["truth"]["writes"]:
+            break
+    else:
+        pytest.fail("in three replays the request never outlived its sender and landed")
