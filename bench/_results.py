@@ -69,8 +69,10 @@ def provenance(load_at_start: float | None = None, settled: dict[str, Any] | Non
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit,
-        # the code, not the results: a run of several benchmarks has written the earlier ones' files by now
-        "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
+        # the code the figures come from, not the results (a run of several benchmarks has written the earlier
+        # ones' files by now), the tests or the prose
+        "tree_modified": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results",
+                                  ":(exclude)tests", ":(exclude)*.md"))
         if commit else None,
         "machine": machine_at_start or machine(),
         "load_average": {"at_start": load_at_start, "at_end": round(os.getloadavg()[0], 2)},

@@ -102,7 +102,7 @@ def test_a_target_the_run_also_measured_with_nothing_shared_names_that_figure():
         "measured": 1.17, "target": ">= 1.5", "met": False, "nothing_shared": "jsonl_scaling_16_workers_own_journals"}
 
 
-def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_before_it(tmp_path, monkeypatch):
+def test_a_result_counts_the_tree_modified_by_code_not_by_results_tests_or_prose(tmp_path, monkeypatch):
     import bench._results as results
 
     def git(*args):
@@ -112,10 +112,15 @@ def test_a_result_counts_the_tree_modified_by_code_not_by_the_results_written_be
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "gate.json").write_text("{}")
     (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_code.py").write_text("def test_x(): pass\n")
+    (tmp_path / "README.md").write_text("# code\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "first")
     monkeypatch.setattr(results, "ROOT", tmp_path)
     (tmp_path / "results" / "gate.json").write_text('{"figure": 2}')  # an earlier benchmark of the same run
+    (tmp_path / "tests" / "test_code.py").write_text("def test_x(): assert True\n")
+    (tmp_path / "README.md").write_text("# the code\n")
     assert results.provenance()["tree_modified"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert results.provenance()["tree_modified"] is True
