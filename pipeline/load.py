@@ -166,7 +166,8 @@ def read(path: str | Path) -> Node:
         raise BadInput(name, "$", f"an integer of more than {sys.get_int_max_str_digits():,} digits") from None
     _no_lone_surrogate(text, value, name)
     node = Node(value, "", name)
-    if credentials.shape_in(text) is not None:  # one scan of the text; the value is looked for only on a find
+    if credentials.shape_in_json(text, value) is not None:  # one scan of the text; the value is looked for only on
+        # a find
         leak = _credential(node)
         if leak is not None:
             at, shape = leak
@@ -201,7 +202,7 @@ def rows(path: Path, shown: str) -> Iterator[Node]:
                     raise BadInput(where, "$", f"not a JSON row: {exc}") from None
                 _no_lone_surrogate(line, value, where)
                 row = Node(value, "", where)
-                if credentials.shape_in(line) is not None and (leak := _credential(row)) is not None:
+                if credentials.shape_in_json(line, value) is not None and (leak := _credential(row)) is not None:
                     raise leak[0].bad(f"holds what looks like a {leak[1]}: a history never carries a credential")
                 row.expect("object")
                 yield row

@@ -272,6 +272,24 @@ def test_a_hostile_model_reason_renders_as_inert_text(browser, tmp_path):
     assert recorder.foreign(base) == []
 
 
+def test_a_hostile_scenario_name_in_an_exploration_is_no_element_on_any_page(browser, tmp_path):
+    results = tmp_path / "results"
+    (results / "reliability").mkdir(parents=True)
+    explored = json.loads((REPO / "results" / "reliability" / "explore_ledger.json").read_text())
+    explored["scenario"] = "ledger&lt;/title&gt;<img src=x onerror=\"window.__pwned = 3\">"
+    explored.pop("history")  # not counted again: the page still names the scenario from the file
+    (results / "reliability" / "explore_ledger.json").write_text(json.dumps(explored))
+    site = build(REFERENCE_FILES, tmp_path / "build", results)
+    with serve(site) as base:
+        context = browser.new_context()
+        page = context.new_page()
+        for path in ("", "reliability/", f"reliability/{slug(explored['scenario'])}/"):
+            page.goto(base + path, wait_until="networkidle")
+            assert page.evaluate("window.__pwned") is None, path
+            assert page.locator("img[src='x']").count() == 0, path
+        context.close()
+
+
 # Each outcome code of the results tables as the lines the browser laid it out in, one string per line.
 _OUTCOME_LINES = """() => Array.from(document.querySelectorAll('.interlock-results .interlock-outcome'), span => {
   const lines = [];

@@ -434,8 +434,8 @@ def render_site(scenarios: Sequence[Scenario], published: Mapping[str, Any], doc
     for item in only:
         nav.append({f"{item.name} (published only)": f"{item.links.folder}/index.md"})
     nav.append({"Reliability": [{"Reliability: overview": "reliability/index.md"},
-                                *({f"Reliability: {scenario}": f"reliability/{page}.md"}
-                                  for scenario, page, _ in by_scenario)]})
+                                *({f"Reliability: {page}": f"reliability/{page}.md"}  # the slug: the theme
+                                  for _, page, _ in by_scenario)]})  # prints a title as HTML, and unescapes one
     nav.append({"Peers: DBOS, Powertools, Temporal": "peers.md"})
     nav.append({"Methodology, limits and benchmarks": "methodology.md"})
     nav.append({"API reference": "api.md"})
