@@ -78,3 +78,7 @@ class JournalLike(Protocol):
     def entries(self, effect_id: str | None = None) -> list[dict[str, Any]]:
         """Every entry, or one effect's, in order."""
         ...
+
+    def now(self) -> float:
+        """The time now (epoch seconds) on the clock the entries' `ts` are stamped with."""
+        ...

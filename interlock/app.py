@@ -53,7 +53,7 @@ from .kinds import AMBIGUOUS
 from .leases import Lease
 from .outcomes import Outcome, Status
 from .premises import NOT_SET, Premise
-from .targets.base import DEDUPE, EPOCH, LEASE, TIER_BLIND, TIER_LOOKUP
+from .targets.base import DEDUPE, EPOCH, LEASE, TIER_BLIND, TIER_LOOKUP, validate_fencing
 from .targets.function import FunctionTarget
 
 P = ParamSpec("P")
@@ -438,8 +438,8 @@ class Interlock:
         preconditions on), and `in_flight=SECONDS` the longest a request
         from a dead sender can still land where no fence covers what moved: recovery does not conclude "not
         landed" before then (see `interlock.targets.base`). The function and `lookup` get the effect id from
-        `current_effect()`; `lookup` returns evidence that the effect landed, else None, False or an empty list,
-        tuple, dict, set or frozenset (not found).
+        `current_effect()`; `lookup` returns evidence that the effect landed, else None (any false answer means
+        not found).
 
         The effect id comes from the key alone, whichever action it is for: keys must be unique across the actions
         of one journal (`f"book:{rid}"`, `f"cancel:{rid}"`), since the same key for another action, for other
@@ -454,7 +454,8 @@ class Interlock:
         unknown = sorted(set(expect) - set(facts))
         if unknown:
             raise ConfigurationError(f"expect names facts that are not declared: {unknown}")
-        unfenced = sorted(set(fences) - {DEDUPE, LEASE, EPOCH} - set(facts)) if not isinstance(fences, str) else []
+        validate_fencing(fences, in_flight)
+        unfenced = sorted(set(fences) - {DEDUPE, LEASE, EPOCH} - set(facts))
         if unfenced:
             raise ConfigurationError(f"fences names {unfenced}, which is neither {DEDUPE!r}, {LEASE!r}, {EPOCH!r} "
                                      "nor a declared fact")

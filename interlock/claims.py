@@ -58,6 +58,7 @@ class Claim:
     _fd: int = field(repr=False)  # the claim's file, open for the claim's life: its record, and its flock if held
     _locked: bool = field(default=True, repr=False)  # whether this claim holds the flock
     _took_over_a_send: bool = field(default=False, repr=False)
+    sent_until: float | None = None  # the last moment an earlier holder's unanswered request was known on its way
     _owner_mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the renewer is a thread
 
     def confirm(self) -> bool:
@@ -172,9 +173,11 @@ class FileClaims:
             # took the claim from it so (a mark carried from owner to owner while that flock stays held).
             took_over_a_send = not locked and bool(
                 (record.get("sending") and not record.get("released")) or record.get("stopped_sender"))
+            sent_until = _sent_until(record)
             _write(fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
-                        "renewed": now, "flock": locked, "stopped_sender": took_over_a_send})
-        claim = Claim(effect_id, epoch, self, fd, locked, took_over_a_send)
+                        "renewed": now, "flock": locked, "stopped_sender": took_over_a_send,
+                        **({"sent_until": sent_until} if sent_until is not None else {})})
+        claim = Claim(effect_id, epoch, self, fd, locked, took_over_a_send, sent_until)
         with self._lock:
             self._held[effect_id] = claim
             self._start_renewer()
@@ -236,7 +239,9 @@ class FileClaims:
                 with _record_locked(fd):
                     record = _read(fd)
                     if record.get("epoch") == claim.epoch and record.get("pid") == os.getpid():
-                        _write(fd, {**record, "released": True})
+                        # still sending: no entry followed its last request, which may land up to its bound after now
+                        ended = {"sent_until": time.time()} if record.get("sending") else {}
+                        _write(fd, {**record, "released": True, **ended})
             finally:
                 os.close(fd)
 
@@ -316,6 +321,16 @@ class FileClaims:
                 return
             with _record_locked(claim._fd):
                 yield claim._fd
+
+
+def _sent_until(record: dict[str, Any]) -> float | None:
+    """The last moment an unanswered request of a holder up to the one `record` names was known on its way: when
+    a holder that released the claim mid-send let it go, or the last renewal of one that died sending; carried
+    from owner to owner. None when no holder left a request unanswered."""
+    times = [record["sent_until"]] if isinstance(record.get("sent_until"), (int, float)) else []
+    if record.get("sending") and not record.get("released") and isinstance(record.get("renewed"), (int, float)):
+        times.append(record["renewed"])
+    return max(times) if times else None
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Callable
 
 from . import hooks as points
@@ -159,7 +158,7 @@ class Gate:
             result = apply(self.target, eid, effect.payload, claim)
         except Exception as exc:
             # a request of the send may land up to the in-flight bound after it returned, however long it hung
-            recovery = self._recovery(effect, claim, send_ended=time.time())
+            recovery = self._recovery(effect, claim, send_ended=self.journal.now())
             if unanswered(exc):  # the answer was lost: whether it landed is for recovery to find out
                 return recovery.settle(self.claim_wait)
             if not isinstance(exc, Rejected):

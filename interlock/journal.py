@@ -179,7 +179,11 @@ class Journal:
     def __init__(self, path: str | os.PathLike[str], *, key: Ed25519PrivateKey | None = None,
                  checkpoint_every: int = CHECKPOINT_EVERY, segment_bytes: int | None = None,
                  archive: str | os.PathLike[str] | None = None):
-        self.path = Path(path)
+        for option, value in (("checkpoint_every", checkpoint_every), ("segment_bytes", segment_bytes)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise ConfigurationError(f"{option} must be a whole number of at least 1, got {value!r}")
+        self.path = Path(os.path.realpath(path))  # the file, however reached: every side file is named from it, so
+        # two processes reaching one journal by two paths (a symlink) share its lock, witness and claims
         self.torn: list[str] = []
         self._damage: str | None = None  # what the first JournalCorrupt said
         self._opened_by = os.getpid()
@@ -219,7 +223,13 @@ class Journal:
                     covered = self._index.covered()
                     if covered is not None:
                         self._resume(covered)
-                    self._catch_up(witnessed, last_checkpoint(self.checkpoints_path), unwitnessed=not kept)
+                    checkpoint = last_checkpoint(self.checkpoints_path)
+                    if key is None and checkpoint is not None and checkpoint.get("signature") is not None:
+                        raise ConfigurationError(
+                            f"{self.path}: its checkpoints are signed ({self.checkpoints_path}), so it is opened with "
+                            "key=: a checkpoint written without the key would stop every process holding it from "
+                            "opening the journal")
+                    self._catch_up(witnessed, checkpoint, unwitnessed=not kept)
                 finally:
                     fcntl.flock(self._lock, fcntl.LOCK_UN)
             if not kept:
@@ -266,6 +276,10 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def now(self) -> float:
+        """The time now on the clock the entries' `ts` are stamped with: this host's."""
+        return time.time()
 
     @property
     def head(self) -> tuple[int, str | None]:

@@ -6,12 +6,15 @@ The order of questions, for an effect whose last send has no answer in the journ
 2. Otherwise the lookup decides: found means it landed. Not found means "not landed" only once no request of the
    earlier send can still land: at once when the target's fences cover what moved (a precondition on the premise
    that changed; a dedupe on the effect id, when recovery is about to resend), after the target's `close_out`
-   made the service refuse them, or else after the last send's DISPATCHED time (or the time the gate's own send
-   returned, when later) plus the target's `in_flight` bound (recovery waits that out when it fits in the caller's
+   made the service refuse them, or else after the last send's DISPATCHED time (or, when later, the time the
+   gate's own send returned, or an earlier holder of the claim let it go, or last renewed it, while its request
+   had no answer) plus the target's `in_flight` bound (recovery waits that out when it fits in the caller's
    wait, else reports IN_FLIGHT with `decide_at`).
    Then the lookup is made once more: an effect that landed late is recorded as committed, never as refused.
-3. Still valid and not found: tier 2 resends. A precondition refusal of the resend is followed by one more lookup,
-   and so is a resend whose answer was lost: found, it landed; not found, it stays open for the next recovery.
+3. Still valid and not found: tier 2 resends. A refused resend (a precondition, or a service still busy with the
+   earlier send) is followed by one more lookup, and, once none of the earlier send's requests can still land (as
+   in 2), by another: found, it landed; not found, it is refused. A resend whose answer was lost is followed by one
+   more lookup: found, it landed; not found, it stays open for the next recovery.
 
 Without a lookup a failed re-check, or a refused resend (a dedupe may have refused it for the first send, landed),
 cannot say whether the first send landed, and tier 3 never resends: all record AMBIGUOUS. A send that raised the
@@ -116,7 +119,7 @@ class Recovery:
     """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
 
     `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent). `send_ended` is
-    when the caller's own send returned or raised (`time.time()`): its in-flight bound counts from then, not from
+    when the caller's own send returned or raised (the journal's `now()`): its in-flight bound counts from then, not from
     the DISPATCHED before a request that hung.
     """
 
@@ -147,6 +150,9 @@ class Recovery:
         settled = self.look_up(rechecked)
         if settled is not None:
             return settled
+        if self.target.tier == TIER_BLIND:
+            return self._ambiguous("the lookup did not find the effect, and a tier-3 target is never sent again",
+                                   rechecked)
         if not covers(self.target, {DEDUPE}):  # a resend could land beside a stray: none may be left in flight
             settled = self._look_once_none_can_land(rechecked)
             if settled is not None:
@@ -189,11 +195,13 @@ class Recovery:
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
 
     def _note_last_send(self) -> None:
-        """When the effect's last send was journaled, or later returned or raised in this process: a request of it
-        may land up to the in-flight bound after."""
+        """When the effect's last send was journaled, or later returned or raised in this process, or was last
+        known on its way in an earlier holder of the claim (`sent_until`): a request of it may land up to the
+        in-flight bound after."""
         times = [e["ts"] for e in self.journal.entries(self.eid) if e["kind"] in SENDS][-1:]
-        if self._send_ended is not None:
-            times.append(self._send_ended)
+        for later in (self._send_ended, getattr(self.claim, "sent_until", None)):
+            if later is not None:
+                times.append(later)
         self._last_send = max(times) if times else None
 
     def _look_once_none_can_land(self, rechecked: Check) -> Outcome | None:
@@ -226,9 +234,9 @@ class Recovery:
                 if time.monotonic() >= self._deadline:
                     return Outcome(Status.IN_FLIGHT, self.eid)
                 time.sleep(POLL_SECONDS)
-            since = time.time()  # gone now: a request it sent before going may land up to the bound after
-        decide_at = since + in_flight_bound(self.target)
-        remaining = decide_at - time.time()
+            since = self.journal.now()  # gone now: a request it sent before going may land up to the bound after
+        decide_at = since + in_flight_bound(self.target)  # on the clock of the journal's `ts`, as `since` is
+        remaining = decide_at - self.journal.now()
         if remaining <= 0:
             return None
         if remaining > self._deadline - time.monotonic():
@@ -293,6 +301,8 @@ class Recovery:
                 return self._ambiguous(f"the resend was rejected ({exc.detail}) and there is no lookup: whether "
                                        "the earlier send landed is unknown", rechecked)
             settled = self.look_up(rechecked)  # a precondition may have met our own earlier send, landed late
+            if settled is None:  # or the earlier send is still on its way ("in progress"): not landed once none can
+                settled = self._look_once_none_can_land(rechecked)
             if settled is not None:
                 return settled
             code = RefusalCode.STALE_PREMISE_AT_RECOVERY if exc.precondition else RefusalCode.TARGET_ERROR

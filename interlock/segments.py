@@ -9,6 +9,7 @@ to an archive directory, where reads still find them.
 from __future__ import annotations
 
 import bisect
+import errno
 import json
 import os
 import re
@@ -137,8 +138,13 @@ class SegmentFiles:
             if attempt == 0:
                 self._drop_descriptors()
                 self._refresh()
+        if self.archive is None:  # archived, most likely, by a process that was given the archive: not damage, so
+            # this process goes on with what it can read, and opening it with archive=DIR reads the rest
+            raise ConfigurationError(f"{self.path}: no segment holds byte {offset}: a rolled segment is not beside "
+                                     "the journal; one that was archived is read by a journal opened with "
+                                     "archive=DIR")
         raise JournalCorrupt(f"{self.path}: no segment holds byte {offset} (a rolled segment is missing; archived "
-                             f"segments are looked for in {self.archive or 'no archive directory'})")
+                             f"segments are looked for in {self.archive})")
 
     def _drop_descriptors(self) -> None:
         for fd in self._fds.values():
@@ -158,7 +164,7 @@ class SegmentFiles:
         for segment in self._rolled:
             if segment.end <= offset and segment.path.parent != self.archive:
                 target = self.archive / segment.path.name
-                shutil.move(str(segment.path), target)
+                _move(segment.path, target)
                 moved.append(target)
         _fsync_directory(self.archive)
         self._refresh()
@@ -276,15 +282,35 @@ class JournalLines:
         self.torn = rest
 
 
+def _move(source: Path, target: Path) -> None:
+    """Move a segment into the archive so that no crash leaves part of it under its name: a rename, or on another
+    filesystem a copy under a temporary name, flushed, renamed, and only then the source removed (a segment found
+    in both places is read from beside the journal, `rolled_segments`)."""
+    try:
+        os.rename(source, target)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    partial = target.with_name(f"{target.name}.partial")
+    shutil.copyfile(source, partial)
+    with open(partial, "rb") as copy:
+        os.fsync(copy.fileno())
+    os.rename(partial, target)
+    _fsync_directory(target.parent)
+    os.unlink(source)
+
+
 def rolled_segments(path: Path, archive: Path | None) -> list[Segment]:
-    """The rolled segments of the journal at `path`, found beside it and in `archive`, oldest first."""
+    """The rolled segments of the journal at `path`, found beside it and in `archive`, oldest first; one found in
+    both is the one beside the journal, which a move to the archive removes only once its copy is whole."""
     pattern = re.compile(re.escape(path.name) + r"\.(\d{16})-(\d{16})")
-    found = {}
+    found: dict[int, Segment] = {}
     for folder in (path.parent, archive):
         if folder is None or not folder.is_dir():
             continue
         for child in folder.iterdir():
             match = pattern.fullmatch(child.name)
             if match:
-                found[int(match[1])] = Segment(int(match[1]), int(match[2]), child)
+                found.setdefault(int(match[1]), Segment(int(match[1]), int(match[2]), child))
     return [found[base] for base in sorted(found)]

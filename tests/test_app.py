@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from interlock import (DEDUPE, EPOCH, CallableLease, ConfigurationError, DuplicateAction, EffectRefused,
-                       EffectUnsettled, FileClaims, Interlock, JournalError, Status, UnjournalableArgument,
+                       EffectUnsettled, FileClaims, Interlock, Journal, JournalError, Status, UnjournalableArgument,
                        current_effect, current_epoch, effect_id_for, verify)
 from interlock.hooks import NO_HOOKS
 from tests.app_worker import SLOT, World, app_for, async_app_for, load, save
@@ -407,6 +407,25 @@ def test_the_lease_function_is_asked_once_per_check(tmp_path):
 def test_an_address_that_cannot_be_a_journal_is_a_configuration_error(tmp_path, address, says):
     with pytest.raises(ConfigurationError, match=says):
         Interlock(address.format(tmp=tmp_path))
+
+
+@pytest.mark.parametrize("option, says", [({"in_flight": float("nan")}, "in_flight"),
+                                          ({"in_flight": float("inf")}, "in_flight"),
+                                          ({"fences": None}, "fences"), ({"fences": 3}, "fences")])
+def test_an_in_flight_bound_that_is_not_finite_or_fences_that_are_no_collection_are_refused_at_declaration(
+        tmp_path, option, says):
+    app = Interlock(tmp_path / "journal.jsonl")
+    with pytest.raises(ConfigurationError, match=says):
+        app.effect(key=lambda n: f"n:{n}", lookup=lambda n: None, **option)(lambda n: n)
+    app.close()
+
+
+@pytest.mark.parametrize("option", [{"checkpoint_every": 0}, {"checkpoint_every": -1}, {"segment_bytes": 0},
+                                    {"checkpoint_every": 1.5}])
+def test_a_journal_checkpointing_or_rolling_at_no_whole_positive_count_is_refused_before_it_opens(tmp_path, option):
+    with pytest.raises(ConfigurationError, match=next(iter(option))):
+        Journal(tmp_path / "journal.jsonl", **option)
+    assert not (tmp_path / "journal.jsonl.lock").exists()
 
 
 @pytest.mark.parametrize("option", [{"claim_wait": "5"}, {"claim_wait": -1}, {"claim_ttl": 0}, {"claim_ttl": None}])

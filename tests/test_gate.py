@@ -579,8 +579,17 @@ def test_a_lease_that_raises_at_a_resends_last_look_leaves_the_send_open(tmp_pat
     assert later.status == "AMBIGUOUS" and later.landed is None and len(service.landed) == 1
 
 
-@pytest.mark.parametrize("answer", [[], (), {}, set(), frozenset(), False])
-def test_a_lookup_answering_false_or_an_empty_collection_has_not_found_the_effect(tmp_path, answer):
+def _failed_response():
+    import requests
+
+    response = requests.Response()
+    response.status_code = 404
+    return response
+
+
+@pytest.mark.parametrize("answer", [[], (), {}, set(), frozenset(), False, 0, "", {}.keys(), _failed_response()],
+                         ids=["list", "tuple", "dict", "set", "frozenset", "False", "0", "str", "keys", "404"])
+def test_a_lookup_answering_anything_false_has_not_found_the_effect(tmp_path, answer):
     sends, landed = [], []
 
     def send(effect_id, payload):  # the first request never arrives; the resend lands
@@ -593,6 +602,96 @@ def test_a_lookup_answering_false_or_an_empty_collection_has_not_found_the_effec
     target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: answer, in_flight=0.0)
     outcome = gated(tmp_path, target, claim_wait=0.5).submit(effect())
     assert outcome.status == "REAPPLIED_AFTER_QUERY" and landed == [outcome.effect_id]
+
+
+def test_a_resend_refused_while_the_first_request_is_in_progress_waits_for_it_and_finds_it_landed(tmp_path):
+    landed, pending = [], []
+
+    def send(effect_id, payload):  # a dedupe that answers 409 while a request of the id is still being processed
+        if pending:
+            raise Rejected("409: a request of this id is in progress")
+        pending.append(threading.Timer(0.4, lambda: landed.append(effect_id)))
+        pending[0].start()
+        raise _CrashAt.Crash("the sender died with its request in progress")
+
+    target = FunctionTarget("svc", send, tier=1, find=lambda eid, payload: {"found": eid} if eid in landed else None,
+                            in_flight=1.0)
+    with pytest.raises(_CrashAt.Crash):
+        gated(tmp_path, target).submit(effect())
+    outcome = gated(tmp_path, target, claim_wait=5).submit(effect())
+    assert outcome.status == "COMMITTED_ON_QUERY" and outcome.landed is True and len(landed) == 1
+
+
+def test_a_send_that_hung_then_lost_its_answer_is_waited_out_by_the_next_holder_not_resent(tmp_path):
+    landed, sends = [], []
+
+    def send(effect_id, payload):  # the first request hangs, the client gives up; the service applies it later
+        sends.append(effect_id)
+        if len(sends) == 1:
+            time.sleep(0.6)
+            threading.Timer(0.3, lambda: landed.append(effect_id)).start()
+            raise TimeoutError("the client timed out")
+        landed.append(effect_id)
+        return {"call": len(landed)}
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: {"found": eid} if eid in landed else None,
+                            in_flight=0.8)
+    first = gated(tmp_path, target, claim_wait=0.1).submit(effect())
+    assert first.status == "IN_FLIGHT" and first.decide_at is not None
+    later = gated(tmp_path, target, claim_wait=5).submit(effect())  # another worker, at once
+    assert later.status == "COMMITTED_ON_QUERY" and len(sends) == 1 and landed == [later.effect_id]
+
+
+def test_a_recoverer_whose_clock_runs_ahead_still_waits_out_the_bound_on_the_journals_clock(tmp_path, monkeypatch):
+    import interlock.recovery
+
+    landed, sends = [], []
+
+    def send(effect_id, payload):  # the sender dies with its request on its way; the service applies it later
+        sends.append(effect_id)
+        if len(sends) == 1:
+            threading.Timer(0.5, lambda: landed.append(effect_id)).start()
+            raise _CrashAt.Crash("the sender died")
+        landed.append(effect_id)
+        return {"call": len(landed)}
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: {"found": eid} if eid in landed else None,
+                            in_flight=1.0)
+    with pytest.raises(_CrashAt.Crash):
+        gated(tmp_path, target).submit(effect())
+
+    class Ahead:  # this host's clock runs 5 s ahead of the one the journal stamps its entries with
+        monotonic, sleep = staticmethod(time.monotonic), staticmethod(time.sleep)
+
+        @staticmethod
+        def time():
+            return time.time() + 5.0
+
+    monkeypatch.setattr(interlock.recovery, "time", Ahead)
+    later = gated(tmp_path, target, claim_wait=5).submit(effect())
+    assert later.status == "COMMITTED_ON_QUERY" and len(sends) == 1 and len(landed) == 1
+
+
+def test_a_lookup_answer_neither_true_nor_false_is_a_configuration_error_and_nothing_is_resent(tmp_path):
+    class Several:
+        def __bool__(self):
+            raise ValueError("the truth value of an array with more than one element is ambiguous")
+
+    sends = []
+
+    def send(effect_id, payload):
+        sends.append(effect_id)
+        raise ConnectionResetError("connection reset")
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: Several(), in_flight=0.0)
+    with pytest.raises(ConfigurationError, match="neither true nor false"):
+        gated(tmp_path, target, claim_wait=0.5).submit(effect())
+    assert len(sends) == 1
+
+
+def test_a_tier_3_target_with_a_lookup_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="tier 2"):
+        FunctionTarget("svc", lambda eid, payload: None, tier=3, find=lambda eid, payload: None)
 
 
 def test_a_resend_rejected_by_a_dedupe_fence_without_a_lookup_is_ambiguous_not_refused(tmp_path):

@@ -307,3 +307,30 @@ def test_a_history_rewritten_past_the_witnessed_end_without_the_witnessed_entry_
     done = subprocess.run([sys.executable, "-m", "interlock.receipts", str(path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1 and "holds only 2 entries" in done.stdout
+
+
+def test_a_journal_reached_through_a_symlink_shares_its_lock_claims_and_sends_once(tmp_path):
+    real, link = tmp_path / "2026-12.jsonl", tmp_path / "current.jsonl"
+    Journal(real).close()
+    link.symlink_to(real.name)
+    started, go, sends = threading.Event(), threading.Event(), []
+
+    def send(effect_id, payload):  # the first sender is still waiting for its answer when the second one comes
+        sends.append(effect_id)
+        started.set()
+        go.wait(10)
+        return {"booked": effect_id}
+
+    target = FunctionTarget("svc", send, tier=2, find=lambda eid, payload: None, in_flight=0.0)
+    first, second = Gate(real, target), Gate(link, target, claim_wait=0.3)
+    assert first.journal.path == second.journal.path == real and first.claims.directory == second.claims.directory
+    sender = threading.Thread(target=first.submit, args=(Effect("book:r-1", {"slot": "10:00"}),))
+    sender.start()
+    assert started.wait(10)
+    outcome = second.submit(Effect("book:r-1", {"slot": "10:00"}))
+    go.set()
+    sender.join()
+    assert outcome.status == "IN_FLIGHT" and len(sends) == 1
+    first.journal.close()
+    second.journal.close()
+    assert verify_journal(json.loads(line) for line in real.read_text().splitlines())["valid"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock import Journal, JournalCorrupt, generate_key, verify_journal
+from interlock import ConfigurationError, Journal, JournalCorrupt, generate_key, verify_journal
 from interlock.canonical import entry_hash
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +161,18 @@ def test_a_keyed_journal_signs_its_checkpoints_and_refuses_one_signed_by_another
         assert len(journal) == 114
     with pytest.raises(JournalCorrupt, match="not signed by this journal's key"):
         Journal(path, key=generate_key())
+
+
+def test_a_journal_with_signed_checkpoints_is_refused_to_a_process_without_the_key_before_it_writes_one(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    key = generate_key()
+    fill(path, 30, key=key, checkpoint_every=40)
+    written = path.read_bytes(), (tmp_path / "journal.jsonl.checkpoints").read_bytes()
+    with pytest.raises(ConfigurationError, match="checkpoints are signed.*key="):
+        Journal(path, checkpoint_every=1)
+    assert (path.read_bytes(), (tmp_path / "journal.jsonl.checkpoints").read_bytes()) == written
+    with Journal(path, key=key) as journal:  # the keyed processes still open it
+        assert len(journal) == 114
 
 
 def test_a_reader_far_behind_moves_the_index_as_it_catches_up(tmp_path):

@@ -81,10 +81,25 @@ def test_settled_segments_are_archived_and_still_read_from_the_archive(tmp_path)
         assert journal.effect(f"{2:012x}").resolution["result"] == 2
         assert len(journal.entries()) == 31 * 3 + 29 * 3 + 2 and verify_journal(journal.entries())["valid"]
     with Journal(path) as journal:  # opens from its checkpoint; an archived effect needs the archive
-        with pytest.raises(JournalCorrupt, match="no segment holds byte"):
+        with pytest.raises(ConfigurationError, match="no segment holds byte.*archive=DIR"):
             journal.effect(f"{2:012x}")
+        fill(journal, 61, 1)  # not taken for damage: the rest of the journal is still written and read
+        assert journal.effect(f"{61:012x}").resolution["result"] == 61
     assert receipts(path).returncode == 2
     assert receipts(path, "--archive", str(archive)).returncode == 0
+
+
+def test_a_segment_found_both_beside_the_journal_and_cut_short_in_the_archive_is_read_from_beside_it(tmp_path):
+    path, archive = tmp_path / "journal.jsonl", tmp_path / "archive"
+    with Journal(path, segment_bytes=4096, archive=archive) as journal:
+        fill(journal, 0, 30)
+    first = rolled_segments(path, None)[0].path
+    archive.mkdir()
+    (archive / first.name).write_bytes(first.read_bytes()[:100])  # a copy to the archive that a crash cut short
+    with Journal(path, archive=archive) as journal:
+        assert journal.effect(f"{0:012x}").resolution["result"] == 0 and verify_journal(journal.entries())["valid"]
+        assert journal.archive_settled() and (archive / first.name).read_bytes()[-1:] == b"\n"
+    assert not first.exists() and receipts(path, "--archive", str(archive)).returncode == 0
 
 
 def archived_whole(tmp_path: Path) -> tuple[Path, Path]:

@@ -419,6 +419,25 @@ def test_a_claims_table_made_before_stopped_holders_were_kept_gains_the_column_o
     with claims.acquire("e1", wait=1.0) as claim:
         assert claim.epoch == 1 and not claim.holder_alive()
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT stopped_epoch FROM interlock_claims").fetchall() == [(None,)]
+        assert conn.execute("SELECT stopped_epoch, sent_until FROM interlock_claims").fetchall() == [(None, None)]
+    claims.close()
+    journal.close()
+
+
+def test_a_database_whose_acquire_returned_no_sent_until_gets_the_new_one_on_open(pg_url):
+    import psycopg
+
+    journal, claims = open_journal(pg_url)
+    claims.close()
+    journal.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the acquire of a release before this one
+        conn.execute("DROP FUNCTION interlock_acquire(text, text, text, float8, text, text, text)")
+        conn.execute("CREATE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,"
+                     " p_kind text, p_token text, p_body text, OUT r_epoch bigint, OUT r_taken text,"
+                     " OUT r_seqs bigint[], OUT r_lines text[], OUT r_first boolean) LANGUAGE sql AS"
+                     " $$ SELECT NULL::bigint, NULL::text, NULL::bigint[], NULL::text[], NULL::boolean $$")
+    journal, claims = open_journal(pg_url)
+    with claims.acquire("e1", wait=1.0) as claim:
+        assert claim.epoch == 1 and claim.sent_until is None
     claims.close()
     journal.close()

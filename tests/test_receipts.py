@@ -179,6 +179,15 @@ def test_a_checkpoint_from_another_key_or_over_another_head_is_flagged(journal_p
     assert any("rewritten" in p for p in result["problems"])
 
 
+def test_an_unsigned_checkpoint_without_a_key_holds_the_journal_to_its_head_and_finds_a_cut(journal_path):
+    with Journal(journal_path) as journal:
+        checkpoint = journal.checkpoint()
+    whole = verify_journal(read(journal_path), checkpoint=checkpoint)
+    assert whole["valid"] and whole["signed"] is False and whole["problems"] == []
+    cut = verify_journal(read(journal_path)[:-4], checkpoint=checkpoint)
+    assert not cut["valid"] and any("tail cut" in p for p in cut["problems"])
+
+
 def test_a_checkpoint_of_an_empty_journal_verifies(tmp_path):
     key = generate_key()
     with Journal(tmp_path / "journal.jsonl") as journal:

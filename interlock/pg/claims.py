@@ -53,6 +53,7 @@ class PgClaim:
     _claims: PgClaims | None = field(repr=False)
     lost: bool = False
     wrote_first: bool = False  # the effect's first entry, given to `acquire_with_first`, went with the claim
+    sent_until: float | None = None  # when an earlier holder let the claim go with its request unanswered
 
     def confirm(self) -> bool:
         """Whether this epoch still owns the effect with a live lease, now extended to a full ttl (one round trip).
@@ -157,9 +158,10 @@ class PgClaims:
             row = self._run(lambda conn: first_row(conn, _ACQUIRE, (effect_id, holder, self.owner, self.ttl, *first)),
                             f"claim {effect_id}")
             assert row is not None, "interlock_acquire returns one row"
-            epoch, taken, seqs, lines, wrote = row
+            epoch, taken, seqs, lines, wrote, sent_until = row
             if epoch is not None:
-                claim = PgClaim(effect_id, int(epoch), holder, str(taken), self, wrote_first=wrote == "t")
+                claim = PgClaim(effect_id, int(epoch), holder, str(taken), self, wrote_first=wrote == "t",
+                                sent_until=None if sent_until is None else float(sent_until))
                 self.journal.fence(effect_id, claim.epoch, holder, None if seqs is None else _entries(seqs, lines))
                 with self._lock:
                     self._held[effect_id] = claim
@@ -316,7 +318,8 @@ _CONFIRM = ("UPDATE interlock_claims SET expires = clock_timestamp() + make_inte
 _RELEASE = b"SELECT interlock_release($1, $2, $3)"
 # The effect's entries come back as text: their seqs joined by commas, their lines (each ending in a newline, none
 # holding one inside) end to end.
-_ACQUIRE = ("SELECT r_epoch, r_taken, array_to_string(r_seqs, ','), array_to_string(r_lines, ''), r_first"
+_ACQUIRE = ("SELECT r_epoch, r_taken, array_to_string(r_seqs, ','), array_to_string(r_lines, ''), r_first,"
+            " r_sent_until"
             " FROM interlock_acquire(%s, %s, %s, %s, %s, %s, %s)")
 # Lock only the rows still ours (OFFSET 0 keeps the planner from testing the lock on other rows first).
 _RELOCK = ("SELECT pg_try_advisory_lock(interlock_lock_key(effect_id, epoch)) FROM (SELECT c.effect_id, c.epoch"

@@ -105,6 +105,16 @@ class PgJournal:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def now(self) -> float:
+        """The time now on the clock the entries' `ts` are stamped with: the database server's (one round trip),
+        so a host whose clock runs ahead never reads an in-flight bound as passed early."""
+        def read() -> float:
+            row = first_row(self._session(), _NOW, ())
+            assert row is not None and row[0] is not None, "the server's clock answers one row"
+            return float(row[0])
+
+        return self._guarded(read, "read the server's clock", None)
+
     @property
     def head(self) -> tuple[int, str | None]:
         """(seq, hash) of the last entry in the database."""
@@ -432,6 +442,7 @@ def _check(conn: psycopg.Connection[Any], guards: Sequence[Guard]) -> bool:
 
 
 _EFFECT = "SELECT seq, line FROM interlock_journal WHERE effect_id = %s ORDER BY seq"
+_NOW = "SELECT extract(epoch FROM clock_timestamp())"
 
 
 def _fold(cur: psycopg.Cursor[Any], effect_id: str) -> EffectRecord | None:

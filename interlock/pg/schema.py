@@ -36,7 +36,9 @@ CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (eff
 -- released. `in_request` is set by the holder's confirm (right before a request) and cleared by release: while it
 -- is set, only the lease's expiry frees the claim, since a request may still be on its way. `stopped_epoch` names
 -- an earlier holder that was taken over inside a request with its session still holding its lock (stopped, not
--- dead: it may still send), carried from holder to holder while that lock is held.
+-- dead: it may still send), carried from holder to holder while that lock is held. `sent_until` is when a holder
+-- released the claim with its last request unanswered (no entry after it) and the effect's send open: a request of
+-- it may land up to the target's in-flight bound after then. Carried from holder to holder.
 CREATE TABLE IF NOT EXISTS interlock_claims (
     effect_id  text        PRIMARY KEY,
     epoch      bigint      NOT NULL,
@@ -47,12 +49,22 @@ CREATE TABLE IF NOT EXISTS interlock_claims (
     in_request boolean     NOT NULL,
     taken      text        NOT NULL,
     since      timestamptz NOT NULL,
-    stopped_epoch bigint
+    stopped_epoch bigint,
+    sent_until timestamptz
 );
-DO $$ BEGIN  -- a table made before the column: added once (ALTER would lock the table on every connect)
+DO $$ BEGIN  -- a table made before the columns: each added once (ALTER would lock the table on every connect)
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'interlock_claims'::regclass
                    AND attname = 'stopped_epoch' AND NOT attisdropped) THEN
         ALTER TABLE interlock_claims ADD COLUMN stopped_epoch bigint;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'interlock_claims'::regclass
+                   AND attname = 'sent_until' AND NOT attisdropped) THEN
+        ALTER TABLE interlock_claims ADD COLUMN sent_until timestamptz;
+    END IF;
+    -- an acquire made before it returned `sent_until` (its result type cannot be replaced in place)
+    IF EXISTS (SELECT FROM pg_proc WHERE proname = 'interlock_acquire' AND pronargs = 7
+               AND NOT 'r_sent_until' = ANY(proargnames)) THEN
+        DROP FUNCTION interlock_acquire(text, text, text, float8, text, text, text);
     END IF;
 END $$;
 
@@ -83,13 +95,13 @@ $$;
 -- the new claim when the effect has no entries yet, in the same transaction. Returns the new epoch, how it was
 -- taken, the effect's entries as the new holder finds them (seq and line, read after the claim is taken; not read,
 -- NULL, when the first entry was written, the effect's only one) and whether that first entry is stored; or a NULL
--- epoch while a live holder keeps it.
+-- epoch while a live holder keeps it; and `sent_until` as epoch seconds (see the table).
 DROP FUNCTION IF EXISTS interlock_claim(text, text, text, float8);
 DROP FUNCTION IF EXISTS interlock_acquire(text, text, text, float8);
 CREATE OR REPLACE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,
                                              p_kind text, p_token text, p_body text,
                                              OUT r_epoch bigint, OUT r_taken text, OUT r_seqs bigint[],
-                                             OUT r_lines text[], OUT r_first boolean)
+                                             OUT r_lines text[], OUT r_first boolean, OUT r_sent_until float8)
 LANGUAGE plpgsql AS $$
 DECLARE
     c interlock_claims%ROWTYPE;
@@ -114,6 +126,7 @@ BEGIN
         INSERT INTO interlock_claims VALUES (p_effect, 0, '', '', 0, NULL, false, 'new', clock_timestamp(), NULL)
             ON CONFLICT DO NOTHING;
         SELECT * INTO c FROM interlock_claims WHERE effect_id = p_effect FOR UPDATE;
+        r_sent_until := extract(epoch FROM c.sent_until);
         <<taking>>
         BEGIN
             IF c.holder = p_holder AND c.expires > clock_timestamp() THEN
@@ -182,7 +195,9 @@ CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_ho
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- a release lost with a crash only waits for the lease
-    UPDATE interlock_claims SET expires = NULL, in_request = false
+    UPDATE interlock_claims SET expires = NULL, in_request = false,
+           sent_until = CASE WHEN in_request AND interlock_open_send(p_effect) THEN clock_timestamp()
+                             ELSE sent_until END
      WHERE effect_id = p_effect AND epoch = p_epoch AND holder = p_holder;
     PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
 END $$;

@@ -26,8 +26,9 @@ target declares none), the longest a request from a dead sender can still land.
 from __future__ import annotations
 
 import http.client
+import math
 import urllib.error
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
@@ -98,8 +99,8 @@ class Target(Protocol):
         ...
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any | None:
-        """Evidence that the effect landed, found at the service by its id; None, False or an empty list, tuple,
-        dict, set or frozenset when it did not (`not_found`)."""
+        """Evidence that the effect landed, found at the service by its id; None (or any false answer) when it did
+        not (`not_found`)."""
         ...
 
 
@@ -122,18 +123,24 @@ def in_flight_bound(target: Any) -> float:
 
 
 def validate_fencing(fences: Any, in_flight: float | None) -> None:
-    """`fences` is a collection of names (not one string), a bound is a number of seconds not below zero."""
-    if isinstance(fences, (str, bytes)) or not all(isinstance(name, str) for name in fences):
+    """`fences` is a collection of names (not one string), a bound is a finite number of seconds not below zero."""
+    if (isinstance(fences, (str, bytes)) or not isinstance(fences, Collection)
+            or not all(isinstance(name, str) for name in fences)):
         raise ConfigurationError(f"fences must be a collection of names such as {DEDUPE!r}, got {fences!r}")
     if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, (int, float))
-                                  or in_flight < 0):
-        raise ConfigurationError(f"in_flight must be a number of seconds >= 0, got {in_flight!r}")
+                                  or not 0 <= in_flight < math.inf):
+        raise ConfigurationError(f"in_flight must be a finite number of seconds >= 0, got {in_flight!r}")
 
 
 def not_found(answer: Any) -> bool:
-    """Whether a lookup's answer says the effect is not at the service: None, False or an empty collection."""
-    return answer is None or answer is False or (isinstance(answer, (list, tuple, dict, set, frozenset))
-                                                 and not answer)
+    """Whether a lookup's answer says the effect is not at the service: any false answer (None, False, 0, an empty
+    string or collection, an HTTP client's response to a failed request). An answer whose truth cannot be told (an
+    array of several values) is a ConfigurationError: the lookup must say found or not found."""
+    try:
+        return not answer
+    except Exception as exc:
+        raise ConfigurationError(f"a lookup answered a {type(answer).__name__}, which is neither true nor false "
+                                 f"({exc}); answer with evidence that the effect landed, or None") from None
 
 
 # The lost answers of the common HTTP clients, named by the module and class of an exception or an ancestor: a

@@ -38,6 +38,9 @@ class FunctionTarget:
             raise ConfigurationError(f"tier must be 1, 2 or 3, got {self.tier!r}")
         if self.tier == TIER_LOOKUP and self.find is None:
             raise ConfigurationError("a tier-2 target needs a lookup function")
+        if self.tier == TIER_BLIND and self.find is not None:
+            raise ConfigurationError("a tier-3 target is one with no lookup, which recovery never sends again; a "
+                                     "target whose lookup answers whether the effect landed is tier 2")
         validate_fencing(self.fences, self.in_flight)
         self.fences = frozenset(self.fences)
 
@@ -51,7 +54,7 @@ class FunctionTarget:
         return self.send(effect_id, payload, **epoch)
 
     def lookup(self, effect_id: str, payload: dict[str, Any]) -> Any | None:
-        """Call the wrapped lookup: None, False or an empty list, tuple, dict, set or frozenset means not found."""
+        """Call the wrapped lookup: None, or any other false answer, means not found."""
         if self.find is None:
             raise NotImplementedError(f"target {self.name!r} has no lookup")
         return self.find(effect_id, payload)
