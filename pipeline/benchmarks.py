@@ -29,6 +29,7 @@ class Description:
     pivots: tuple[tuple[str, str, str], ...] = ()  # (table title, key regex with groups `col` and `row`, row word)
     charts: tuple[tuple[str, str], ...] = ()  # (table title, column regex): the columns drawn as bars
     counts: str = ""  # what a nested figure's numeric keys count ("workers"), said after each number
+    stated: tuple[tuple[str, str], ...] = ()  # (figure, JSON type): the figures a page states in its prose
 
 
 DESCRIPTIONS: dict[str, Description] = {
@@ -86,7 +87,10 @@ DESCRIPTIONS: dict[str, Description] = {
         "Where no fence stops a stray request",
         "Seconds from a worker's SIGKILL right before its request to the settled record, where the service has "
         "no fence and recovery must wait out the declared in-flight bound, and the width of the confirm-to-request "
-        "window a stopped sender can still send into."),
+        "window a stopped sender can still send into.",
+        stated=(("confirm_to_request_median_ms", "number"), ("confirm_to_request_p99_ms", "number"),
+                ("confirm_to_request_samples", "integer"), ("trials", "integer"), ("in_flight_bound_s", "number"),
+                ("excess_over_bound_median_s", "number"), ("excess_over_bound_max_s", "number"))),
     "site_build": Description(
         "Building this site",
         "Judging, rendering and mkdocs on the committed results, and on a synthetic set of many scenarios."),
@@ -193,9 +197,9 @@ class Benchmark:
     title: str
     why: str
     tables: tuple[Table, ...]
-    figures: Mapping[str, str] = field(default_factory=dict)  # each top-level figure, formatted, for a sentence
     targets: tuple[Target, ...] = ()
     cores: int | None = None  # of the machine the file was measured on
+    stated: Mapping[str, str] = field(default_factory=dict)  # the figures a page states in words, formatted
 
     def disagreements(self) -> list[str]:
         """One line per target whose stored verdict the measured figure contradicts."""
@@ -241,12 +245,21 @@ def _suffix(key: str) -> str:
     return found if found in ("", "×") else f" {found}"
 
 
+_COUNTED = re.compile(r"[0-9]+")  # a key that counts something, "4" (workers): ASCII digits ("²" is no count)
+
+
+def _numeric_order(digits: str) -> tuple[int, str]:
+    """Where a key of decimal digits sorts: as a number, compared as digits (int() stops at 4,300 of them)."""
+    number = digits.lstrip("0") or "0"
+    return len(number), number
+
+
 def _flat(obj: Mapping[str, Any], prefix: str = "", counts: str = "") -> dict[str, Any]:
     """Nested objects as one level, keys joined with a space ("effects_per_second 4"); numeric keys in numeric
     order, each followed by what it counts when that is given ("effects_per_second 4 workers")."""
     out: dict[str, Any] = {}
-    numeric = bool(prefix) and all(key.isdigit() for key in obj)
-    for key, item in sorted(obj.items(), key=lambda pair: int(pair[0])) if numeric else obj.items():
+    numeric = bool(prefix) and all(_COUNTED.fullmatch(key) for key in obj)
+    for key, item in sorted(obj.items(), key=lambda pair: _numeric_order(pair[0])) if numeric else obj.items():
         name = f"{prefix}{key} {counts}" if numeric and counts else f"{prefix}{key}"
         if isinstance(item, Mapping):
             out.update(_flat(item, name + " ", counts))
@@ -301,12 +314,17 @@ def _nothing_shared(file: Node, item: Node) -> tuple[str, float] | None:
     return name, file.get(name, "number")
 
 
+def _about(name: str) -> Description:
+    """How a benchmark file is described: its own description, else one from its name."""
+    return DESCRIPTIONS.get(name, Description(name.replace("_", " "), "As `make bench` stored it."))
+
+
 def layout(name: str, data: Mapping[str, Any], source: str, judged: tuple[Target, ...] = (),
-           cores: int | None = None) -> Benchmark:
+           cores: int | None = None, stated: Mapping[str, str] | None = None) -> Benchmark:
     """One benchmark file as tables: pivots first, then each list of rows and object of objects, then every other
-    figure in one table of its own; its `judged` targets apart, not as stored."""
+    figure in one table of its own; its `judged` targets apart, not as stored, and the figures a page `stated`."""
     data = {k: v for k, v in data.items() if k != "targets"}
-    about = DESCRIPTIONS.get(name, Description(name.replace("_", " "), "As `make bench` stored it."))
+    about = _about(name)
     charts = dict(about.charts)
     scalars = {k: v for k, v in data.items() if not isinstance(v, (Mapping, list)) or
                (isinstance(v, list) and not any(isinstance(i, Mapping) for i in v))}
@@ -334,19 +352,24 @@ def layout(name: str, data: Mapping[str, Any], source: str, judged: tuple[Target
     if scalars:
         tables.append(Table("figures", ("figure", "value"), tuple((label(k), value(v)) for k, v in scalars.items()),
                             {}, ""))
-    figures = {k: value(v) for k, v in data.items() if not isinstance(v, (Mapping, list))}
-    return Benchmark(name, source, about.title, about.why, tuple(tables), figures, judged, cores)
+    return Benchmark(name, source, about.title, about.why, tuple(tables), judged, cores, stated or {})
 
 
 def benchmarks(folder: Path, shown: str = "results/bench") -> tuple[Benchmark, ...]:
     """Every results/bench/*.json, in name order; none is fine."""
     files = [(path, read(path)) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
-    return tuple(layout(path.stem, file.expect("object"), f"{shown}/{path.name}", targets(file), _cores(file))
-                 for path, file in files)
+    return tuple(layout(path.stem, file.expect("object"), f"{shown}/{path.name}", targets(file), _cores(file),
+                        _stated(path.stem, file)) for path, file in files)
+
+
+def _stated(name: str, file: Node) -> dict[str, str]:
+    """The figures a page states from this file in words, formatted; each must be there, of its type."""
+    return {figure: value(file.get(figure, kind)) for figure, kind in _about(name).stated}
 
 
 def _cores(file: Node) -> int | None:
     """The core count of the machine a benchmark file was measured on, as its provenance records it."""
     provenance = file.opt_node("provenance")
     machine = provenance.opt_node("machine") if provenance is not None else None
-    return machine.opt("cores", "integer") if machine is not None else None
+    cores = machine.opt_node("cores") if machine is not None else None
+    return cores.count(1) if cores is not None else None

@@ -1,6 +1,7 @@
 """`python -m pipeline build`: re-judge the result files and the shipped published runs, count the explorations
 again from their histories, render the pages, and build the static site with mkdocs. Every disagreement between a
-stored verdict, count or target and the one derived is printed, and makes the exit status 1 once the site is built."""
+stored verdict, count or target and the one derived is printed, and makes the exit status 1 once the site is built;
+an exploration with no history beside it to count again makes it 2, as it does for `python -m pipeline judge`."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ def _shown(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the site; bad input is one line naming file and JSON path, and exit status 2."""
+    """Build the site; bad input is one line naming file and JSON path, and exit status 2, as is an exploration that
+    cannot be counted again (the site is built, its page showing the counts the file stores)."""
     parser = argparse.ArgumentParser(prog="python -m pipeline build", description=__doc__)
     parser.add_argument("files", nargs="*", type=Path, help="result files (default: results/scenarios/*.json)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build)")
@@ -215,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"serve it with `python -m http.server --bind 127.0.0.1 --directory {_shown(site)} 8000` and open "
               "http://127.0.0.1:8000/")
-    return 1 if found or rendered.recounts or rendered.targets else 0
+    return 2 if rendered.unrecounted else 1 if found or rendered.recounts or rendered.targets else 0
 
 
 if __name__ == "__main__":

@@ -31,6 +31,15 @@ SCHEMA_VERSION = 1
 _PUBLISHED_SERVICES = {GCP.name: ("object_store", "service"), CALENDAR.name: ("calendar", None)}
 
 
+def _exit_code(item: Node) -> int:
+    """A process's exit status as Python reports it: 0 to 255, or minus the signal that ended it."""
+    code: int = item.expect("integer")
+    if not -255 <= code <= 255:
+        raise item.bad(f"not an exit code: {quote(code)} (a process exits 0 to 255, or minus the signal that killed "
+                       "it)")
+    return code
+
+
 def _exits(cell: Node) -> tuple[int, ...]:
     """The workers' exit codes: `worker_exits`, or the published calendar file's `worker_exit_codes`.
 
@@ -38,7 +47,7 @@ def _exits(cell: Node) -> tuple[int, ...]:
     """
     node = cell.at("worker_exits" if cell.has("worker_exits") or not cell.has("worker_exit_codes")
                    else "worker_exit_codes")
-    exits = tuple(item.expect("integer") for item in node.items())
+    exits = tuple(_exit_code(item) for item in node.items())
     if not exits:
         raise node.bad("no exit code: the first worker's is needed")
     if exits == (-9,):

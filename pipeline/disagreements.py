@@ -56,16 +56,24 @@ def _ids(values: list[str] | None) -> list[str] | None:
     return sorted(values) if values is not None else None
 
 
-def _columns(cell: Cell) -> list[_Column]:
+def _columns(cell: Cell, stored: Node) -> list[_Column]:
     """Every column this cell's file may store, with the value derived for it."""
     truth, record = cell.truth, cell.record
+    # what the fault wants: in words in the published files, as a count where `judge --json` names it
+    want = (_Column("want", "string", cell.wants, "the fault catalogue") if isinstance(stored.value.get("want"), str)
+            else _Column("want", "integer", cell.want, "the fault catalogue"))
     source = f"the service's {truth.source}"
     proof = f"one proof rule: {cell.proof.reason}"
     common = [
         _Column("outcome", "string", cell.outcome, f"the worker's own outcome file {cell.outcome_source}"),
+        want,
         _Column("invariant_held", "boolean", cell.invariant_held,
                 f"{cell.agent_writes} agent write(s) in {source}, {cell.want} wanted"),
         _Column("can_prove_what_happened", "boolean", cell.can_prove, proof),
+        # a cell stored under the names `judge --json` gives its verdicts
+        _Column("agent_writes", "integer", cell.agent_writes, source),
+        _Column("answer_matches", "boolean", cell.answer_matches, f"{cell.outcome} against {source}", nullable=True),
+        _Column("can_prove", "boolean", cell.can_prove, proof),
     ]
     if cell.seconds_derived:
         common.append(_Column("seconds_to_settle", "number", cell.seconds_to_settle, cell.seconds_basis))
@@ -99,6 +107,8 @@ def _columns(cell: Cell) -> list[_Column]:
         _Column("want_live_writer", "string", truth.want_owner, "the fault catalogue", nullable=True),
         _Column("record_says.actor", "string", record.actor, says, nullable=True),
         _Column("record_says.checks", "array", list(record.checks), says),
+        _Column("record_says.unresolved_sends", "integer", record.unresolved_sends, says),
+        _Column("record_says.chain_valid", "boolean", record.chain_valid, says, nullable=True),
         _Column("record_says.agent_writes", "array", None if record.writes is None else list(record.writes), says,
                 nullable=True, as_ids=True),
     ]
@@ -116,7 +126,7 @@ def _same(column: _Column, stored: Any) -> bool:
 def disagreements(node: Node, cell: Cell) -> tuple[Disagreement, ...]:
     """Every stored verdict of one cell that differs from the derived one, in column order."""
     found = []
-    for column in _columns(cell):
+    for column in _columns(cell, node):
         stored = _stored(node, column)
         if stored is not None and not _same(column, stored.value):
             found.append(Disagreement(node.file, cell.fault, cell.system, column.key, stored.value, column.derived,

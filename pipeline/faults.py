@@ -1,8 +1,8 @@
 """The fault catalogue: what each fault of each scenario wants the service to hold at the end.
 
 The wanted outcome is a fact about the fault, so it lives here and never in a result file: a cell that says what
-it wants is not read for it (a runner that could set its own target could grade itself). A fault missing from this
-table is bad input, like an unknown outcome.
+it wants is not read for it (a runner that could set its own target could grade itself), only compared with it. A
+fault missing from this table is bad input, like an unknown outcome.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ class Fault:
     wants: str  # the same, in words
 
 
-_STALE = "the rollback was decided on a generation the human replaced before it was sent, so it must never land"
-_LANDED_THEN_REPLACED = "the rollback landed once before the human's redeploy, which must stay live"
-_CONTROL = "control: the rollback landed once and stays live; nothing may write it again"
+# In the words the published run's cells store as `want`, which the judge compares with these.
+_STALE = "the human's v43 stays live; the stale rollback never lands"
+_LANDED_THEN_REPLACED = "the rollback landed once before the redeploy; the human's v43 stays live"
+_CONTROL = "control: the rollback landed once and stays live; nothing writes it twice"
 
 GCP_FAULTS = {f.name: f for f in (
     Fault("crash_before_send_redeploy", 0, "human-redeploy", _STALE),

@@ -41,6 +41,11 @@ def json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+def shortened(text: str, limit: int) -> str:
+    """Text cut after `limit` characters, saying so and how long it was: "abc… (1,234 characters)"."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def quote(value: Any) -> str:
     """A value from a file as a one-line message quotes it: repr(), cut after _QUOTED characters saying how long."""
     if isinstance(value, str):
@@ -48,8 +53,7 @@ def quote(value: Any) -> str:
             return repr(value)
         cut = repr(value[:_QUOTED])
         return f"{cut[:-1]}…{cut[-1]} ({len(value):,} characters)"
-    text = repr(value)
-    return text if len(text) <= _QUOTED else f"{text[:_QUOTED]}… ({len(text):,} characters)"
+    return shortened(repr(value), _QUOTED)
 
 
 class Node:
@@ -83,6 +87,13 @@ class Node:
         if isinstance(value, float) and not math.isfinite(value):
             raise self.bad(f"expected a finite {kind}, got one too large for a float (it reads as {value})")
         return value
+
+    def count(self, least: int = 0) -> int:
+        """This value, which must be an integer of at least `least`: a count no run can make negative."""
+        number: int = self.expect("integer")
+        if number < least:
+            raise self.bad(f"expected a count of at least {least}, got {quote(number)}")
+        return number
 
     def child_path(self, key: str | int) -> str:
         """The JSON path of a member or item."""

@@ -18,6 +18,7 @@ def load_said(provenance: Node) -> tuple[float, float] | None:
 
 
 def cores_said(provenance: Node) -> int | None:
-    """The machine's core count the provenance records, else None."""
+    """The machine's core count the provenance records (one at least), else None."""
     host = provenance.opt_node("host")
-    return host.opt("cpus", "integer") if host is not None else None
+    cpus = host.opt_node("cpus") if host is not None else None
+    return cpus.count(1) if cpus is not None else None

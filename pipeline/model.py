@@ -11,12 +11,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-# Characters that move a terminal's cursor or start a new line: C0 and C1 controls, DEL, the Unicode separators.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Characters that change how text around them reads without showing themselves: the bidirectional marks, embeddings,
+# overrides and isolates (after U+202E the text shows reversed), zero-width spaces and joiners, the byte order mark.
+INVISIBLE = "".join(map(chr, [0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                              0xFEFF]))
+# Characters that move a terminal's cursor or start a new line (C0 and C1 controls, DEL, the Unicode separators), and
+# the invisible ones.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029" + INVISIBLE + "]")
 
 
 def printable(text: str) -> str:
-    """Text for one terminal line: each control character shown as its escape (a newline as \\n, ESC as \\x1b)."""
+    """Text for one terminal line: each control or invisible character shown as its escape (a newline as \\n, ESC
+    as \\x1b, a right-to-left override as \\u202e)."""
     return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from interlock import verify
 from interlock.kinds import send_open_after
 
-from .load import BadInput, Node, rows
+from .load import BadInput, Node, rows, shortened
 from .outcomes import UnknownOutcome, landed
 from .times import stamp
 
@@ -31,6 +31,7 @@ PREMISE_ACTIONS = frozenset({"human_write", "slot_taken", "balance_moved"})
 MAY_DEFER = frozenset({"chain", "concurrent"})
 BASELINE_RESULTS = frozenset({"result", "finished"})  # a baseline's log line that settles its job
 EXAMPLES = 5  # violating runs shown per kind
+DETAIL = 300  # characters of a worker's error or a receipt's problems an example quotes before it says it cut them
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def broken(row: Node) -> list[Broken]:
         failed = worker.get("traceback", "boolean") and not worker.get("refused_journal", "boolean")
         if failed or worker.get("timed_out", "boolean"):
             said = [line.expect("string") for line in worker.at("stderr").items()][-1:] or ["timed out"]
-            found.append(Broken("worker_error", f"{_who(worker)}: {said[0][:200]}"))
+            found.append(Broken("worker_error", f"{_who(worker)}: {shortened(said[0], DETAIL)}"))
     return found
 
 
@@ -249,7 +250,7 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
         found.append(Broken("unresolved_dispatch", "the journal ends with a send no resolution settled"))
     receipt = verify({"effect_id": row.get("effect_id", "string"), "entries": entries})
     if not receipt["valid"] and (not damaged or within_last_line):
-        found.append(Broken("receipt_invalid", "; ".join(receipt["problems"])[:300]))
+        found.append(Broken("receipt_invalid", shortened("; ".join(receipt["problems"]), DETAIL)))
     happened = receipt["happened"]
     service = "holds" if at_service else "does not hold"
     if not isinstance(happened, bool):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .commits import moved_to
-from .load import Node, read
+from .load import Node, quote, read
 from .machine import cores_said, load_said
 from .model import Disagreement
 from .recount import Counted, Recount, Tally, history_of, recount
@@ -224,14 +224,25 @@ def _example(node: Node) -> Example:
 
 
 def _explored(system: str, node: Node) -> Explored:
+    """One system's stored counts, refused unless one tally of its runs could give them: each schedule held or broke
+    a rule outside or inside the check-to-send window, and a kind counts some of those schedules."""
+    schedules, held = node.at("schedules").count(), node.at("held").count()
+    violated, in_window = node.at("violated").count(), node.at("violated_in_window").count()
+    if held + violated + in_window != schedules:
+        raise node.at("schedules").bad(f"{quote(schedules)} schedules, but held {quote(held)}, violated "
+                                       f"{quote(violated)} and violated_in_window {quote(in_window)} add up to "
+                                       f"{quote(held + violated + in_window)}")
     kinds = node.at("violations")
     found = []
     for kind in kinds.expect("object"):
         item = kinds.at(kind)
-        found.append(Violations(kind, item.get("count", "integer"), item.get("in_window", "integer"),
+        counts = {field: item.at(field).count() for field in ("count", "in_window")}
+        for field, count in counts.items():
+            if count > schedules:
+                raise item.at(field).bad(f"{quote(count)} schedules, more than the {quote(schedules)} run")
+        found.append(Violations(kind, counts["count"], counts["in_window"],
                                 tuple(_example(e) for e in item.at("first").items())))
-    return Explored(system, node.get("schedules", "integer"), node.get("held", "integer"),
-                    node.get("violated", "integer"), node.get("violated_in_window", "integer"), tuple(found))
+    return Explored(system, schedules, held, violated, in_window, tuple(found))
 
 
 def _effects(node: Node | None) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
@@ -263,7 +274,7 @@ def explored(top: Node, path: Path, shown: str) -> Exploration:
         journal=hazard.get("journal", "string"),
         history_check=history.opt("check", "string") if history else None,
         hazard_effects=_effects(top.opt_node("hazard_effects")),
-        planned=seeds.get("planned", "integer") if seeds is not None and stopped else None,
+        planned=seeds.at("planned").count() if seeds is not None and stopped else None,
         retried=_retried(top.opt_node("harness_retried")),
         run_at=run_at(top.opt_node("provenance")),
         counted_at=_counted_at(top.opt_node("counted")),
@@ -366,16 +377,26 @@ def _retried(node: Node | None) -> tuple[Retried, ...]:
                          r.get("first_failure", "string")) for r in node.items())
 
 
+# Each count of a kind as tamper.json names it, and as MutantKind does.
+_MUTANT_COUNTS = (("generated", "generated"), ("flagged_unsigned", "flagged_unsigned"),
+                  ("flagged_signed", "flagged_signed"),
+                  ("documented_undetectable_unsigned", "undetectable_unsigned"), ("missed", "missed"))
+
+
 def _mutants(node: Node, kind: str, what: str) -> MutantKind:
-    return MutantKind(kind, what, node.get("generated", "integer"), node.get("flagged_unsigned", "integer"),
-                      node.get("flagged_signed", "integer"), node.get("documented_undetectable_unsigned", "integer"),
-                      node.get("missed", "integer"))
+    """One kind's counts (or the totals), refused unless each is a count of at most the mutants made."""
+    counts = {attribute: node.at(field).count() for field, attribute in _MUTANT_COUNTS}
+    for field, attribute in _MUTANT_COUNTS[1:]:
+        if counts[attribute] > counts["generated"]:
+            raise node.at(field).bad(f"{quote(counts[attribute])} mutants, more than the {quote(counts['generated'])} "
+                                     "made")
+    return MutantKind(kind, what, **counts)
 
 
 def _counts(node: Node | None) -> tuple[tuple[str, int], ...]:
     if node is None:
         return ()
-    return tuple((key, node.get(key, "integer")) for key in node.expect("object"))
+    return tuple((key, node.at(key).count()) for key in node.expect("object"))
 
 
 def _adds_up(node: Node, kind: MutantKind) -> None:
@@ -384,8 +405,8 @@ def _adds_up(node: Node, kind: MutantKind) -> None:
     if kind.flagged_unsigned + kind.undetectable_unsigned > kind.generated:
         raise node.bad(f"{kind.flagged_unsigned} flagged unsigned and {kind.undetectable_unsigned} documented out "
                        f"of reach add up to more than the {kind.generated} mutants made")
-    if not max(kind.generated - kind.flagged_unsigned - kind.undetectable_unsigned,
-               kind.generated - kind.flagged_signed) <= kind.missed <= kind.generated:
+    if kind.missed < max(kind.generated - kind.flagged_unsigned - kind.undetectable_unsigned,
+                         kind.generated - kind.flagged_signed):
         raise node.bad(f"missed {kind.missed} does not fit {kind.generated} mutants made, {kind.flagged_unsigned} "
                        f"flagged unsigned, {kind.undetectable_unsigned} documented, {kind.flagged_signed} flagged "
                        "signed")
@@ -398,16 +419,18 @@ def tamper(path: Path, shown: str) -> Tamper:
     kinds = tuple(_mutants(k, k.get("kind", "string"), k.get("what", "string")) for k in top.at("kinds").items())
     for node, kind in zip(top.at("kinds").items(), kinds):
         _adds_up(node, kind)
-    totals = top.at("totals")
-    for field, stored in (("generated", "generated"), ("flagged_unsigned", "flagged_unsigned"),
-                          ("flagged_signed", "flagged_signed"),
-                          ("documented_undetectable_unsigned", "undetectable_unsigned"), ("missed", "missed")):
-        summed = sum(getattr(kind, stored) for kind in kinds)
-        if totals.get(field, "integer") != summed:
-            raise totals.at(field).bad(f"{totals.get(field, 'integer')} is not the kinds' sum, {summed}")
+    totals = _mutants(top.at("totals"), "all", "every kind")
+    for field, attribute in _MUTANT_COUNTS:
+        summed = sum(getattr(kind, attribute) for kind in kinds)
+        if (total := getattr(totals, attribute)) != summed:
+            raise top.at("totals").at(field).bad(f"{quote(total)} is not the kinds' sum, {summed}")
+    listed = len(top.at("misses").items())
+    if listed > totals.missed or (listed == 0) != (totals.missed == 0):
+        raise top.at("misses").bad(f"{listed} miss(es) listed where {totals.missed} mutant(s) were missed: the file "
+                                   "lists the first of its misses, so some when any was missed, and never more")
     return Tamper(
         source=shown, generated=top.get("generated", "string"), covers=top.opt("covers", "string", ""),
-        kinds=kinds, totals=_mutants(top.at("totals"), "all", "every kind"), misses=len(top.at("misses").items()),
+        kinds=kinds, totals=totals, misses=listed,
         torn_tail=_counts(top.opt_node("torn_tail")), sigkill_mid_append=_counts(top.opt_node("sigkill_mid_append")),
         run_at=run_at(top.opt_node("provenance")),
     )

@@ -191,7 +191,7 @@ def test_pipeline_judge_takes_an_unknown_journal_kind_as_tampering_not_as_proof(
     judged = json.loads(result.stdout)
     assert judged["cells"][2]["system"] == "interlock" and judged["cells"][2]["can_prove"] is False
     assert {d["column"] for d in judged["disagreements"]} == {"can_prove_what_happened", "record_says.agent_writes",
-                                                              "ids.receipt.valid"}
+                                                              "record_says.chain_valid", "ids.receipt.valid"}
 
 
 def test_pipeline_refuses_an_unknown_subcommand():

@@ -377,3 +377,29 @@ def test_judging_a_file_that_holds_no_verdict_says_which_files_it_judges(name):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "cells: missing: not a scenario run (cells) nor an exploration (violation_kinds)" in result.stderr
+
+
+@pytest.mark.parametrize("damage,problem", [
+    (lambda d: d["cells"][0].update(worker_exits=[10 ** 30, 0]), f"cells[0].worker_exits[0]: not an exit code: "
+     f"1{'0' * 30} (a process exits 0 to 255, or minus the signal that killed it)"),
+    (lambda d: d["provenance"]["host"].update(cpus=-3), "provenance.host.cpus: expected a count of at least 1, got -3"),
+], ids=["an exit code no process has", "a negative number of cores"])
+def test_a_figure_no_run_could_record_is_bad_input_naming_it(tmp_path, damage, problem):
+    path = raw_copy(tmp_path, "gcp_resource.json", damage)
+    assert_one_line(judge(path), f"{path}: {problem}")
+
+
+@pytest.mark.parametrize("damage,problem", [
+    (lambda d: d.pop("trials"), "trials: missing"),
+    (lambda d: d.update(excess_over_bound_max_s="fast"), "excess_over_bound_max_s: expected number, got string"),
+], ids=["a figure missing", "a figure that is no number"])
+def test_a_figure_the_methodology_page_states_from_a_benchmark_is_bad_input_naming_it(tmp_path, damage, problem):
+    bench = tmp_path / "results" / "bench"
+    bench.mkdir(parents=True)
+    data = json.loads((ROOT / "results" / "bench" / "unfenced.json").read_text())
+    damage(data)
+    (bench / "unfenced.json").write_text(json.dumps(data))
+    result = subprocess.run([sys.executable, "-m", "pipeline", "build", "--results", str(tmp_path / "results"),
+                             "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"error: {bench / 'unfenced.json'}: {problem}\n"

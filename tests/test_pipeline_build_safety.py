@@ -96,11 +96,12 @@ def test_a_build_into_a_file_or_from_a_results_folder_that_is_not_one_says_so_in
     assert taken.read_text() == "mine\n"
 
 
-def test_a_build_says_which_explorations_it_could_not_count_again(tmp_path, capsys):
+def test_a_build_says_which_explorations_it_could_not_count_again_and_exits_2_as_judge_does(tmp_path, capsys):
     (tmp_path / "results" / "reliability").mkdir(parents=True)
     source = REPO / "results" / "reliability" / "explore_ledger.json"
     (tmp_path / "results" / "reliability" / "explore_ledger.json").write_bytes(source.read_bytes())
-    assert build_module.main(["--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")]) == 0
+    assert build_module.main(["--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")]) == 2
+    assert (tmp_path / "out" / "site" / "reliability" / "ledger" / "index.html").is_file()  # built all the same
     err = capsys.readouterr().err.splitlines()
     assert err == [f"not counted again: {tmp_path / 'results' / 'reliability' / 'explore_ledger.json'} has no "
                    "history beside it; its page shows the counts it stores"]
@@ -145,6 +146,19 @@ def test_control_characters_in_a_judged_file_print_escaped_one_line_each(tmp_pat
     assert any("/ no_check\\n\\x1b[2J\\x1b[31mFAKE OK: invariant_held: stored true" in line for line in errors)
     assert not any(line.startswith("FAKE OK") or line.startswith("foo") for line in run.stdout.splitlines())
     assert "REFUSED:\\nfoo" in run.stdout
+
+
+def test_a_bidirectional_or_invisible_character_in_a_judged_file_prints_as_its_escape(tmp_path):
+    data = json.loads((published_module.PUBLISHED / "gcp_resource.json").read_text(encoding="utf-8"))
+    data["cells"][0]["system"] = "no_check\u202e\u2066KO\u200b\ufeff"
+    data["cells"][0]["invariant_held"] = True
+    path = tmp_path / "gcp_resource.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pipeline", "judge", str(path)], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1 and not re.search("[\u200b\u202e\u2066\ufeff]", run.stdout + run.stderr)
+    assert "/ no_check\\u202e\\u2066KO\\u200b\\ufeff: invariant_held: stored true" in run.stderr
+    assert "no_check\\u202e\\u2066KO\\u200b\\ufeff" in run.stdout
 
 
 def test_an_edited_published_file_stops_the_build_naming_both_digests(tmp_path, monkeypatch, capsys):

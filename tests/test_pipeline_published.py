@@ -108,8 +108,33 @@ def test_a_want_edited_in_a_cell_does_not_change_the_verdict(tmp_path, name, ind
     after = derive(write(tmp_path, data, name)).cells[index]
     assert before.invariant_held is False
     assert (after.want, after.truth.want_owner, after.invariant_held) == (before.want, before.truth.want_owner, False)
-    compared = {k: v for k, v in edits.items() if k != "want"}  # gcp's `want` is a sentence, compared with nothing
-    assert {d.column: d.stored for d in after.disagreements} == compared
+    assert {d.column: d.stored for d in after.disagreements} == edits
+
+
+@pytest.mark.parametrize("index,column,stored,derived", [
+    (0, "want", "7 agent writes; live object owned by nobody",
+     "the human's v43 stays live; the stale rollback never lands"),
+    (0, "want", 7, 0),
+    (0, "record_says.unresolved_sends", 99, 1),
+    (2, "record_says.chain_valid", False, True),
+    (0, "agent_writes", 42, 1),
+    (0, "answer_matches", None, True),
+    (0, "can_prove", True, False),
+], ids=["want, in the published words", "want, as judge --json counts it", "unresolved sends", "hash chain", "judge's agent_writes", "judge's answer",
+        "judge's proof"])
+def test_every_verdict_a_published_cell_stores_that_the_pipeline_derives_is_compared(tmp_path, index, column, stored,
+                                                                                     derived):
+    data = published("gcp_resource")
+    *parents, key = column.split(".")
+    held = data["cells"][index]
+    for parent in parents:
+        held = held[parent]
+    held[key] = stored
+    path = write(tmp_path, data, "gcp_resource")
+    [found] = derive(path).disagreements
+    assert (found.column, found.stored, found.derived) == (column, stored, derived)
+    result = judge(path)
+    assert result.returncode == 1 and result.stderr.splitlines() == [f"disagreement: {found.line()}"]
 
 
 def test_an_edited_stored_verdict_is_one_disagreement_line_and_exit_1(tmp_path):

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -68,16 +69,18 @@ def _stored_gate() -> dict:
 
 def test_a_stored_count_unlike_its_historys_is_a_disagreement_and_the_page_shows_the_judges_count(tmp_path):
     gate = _stored_gate()
-    held, duplicates = gate["held"], gate["violations"]["duplicate_effect"]["count"]
+    held, violated = gate["held"], gate["violated"]
+    duplicates = gate["violations"]["duplicate_effect"]["count"]
 
-    def hide(data: dict) -> None:
+    def hide(data: dict) -> None:  # a schedule that held, stored as one that broke a rule
         stored = data["systems"]["interlock"]
-        stored["held"] += 1
+        stored["held"] -= 1
+        stored["violated"] += 1
         stored["violations"]["duplicate_effect"]["count"] += 1
 
     [run] = reliability(_copy(tmp_path, hide)).explorations
     assert {(d.system, d.column, d.stored, d.derived) for d in run.disagreements} == {
-        ("interlock", "held", held + 1, held),
+        ("interlock", "held", held - 1, held), ("interlock", "violated", violated + 1, violated),
         ("interlock", "violations.duplicate_effect.count", duplicates + 1, duplicates)}
     [judged] = [s for s in run.systems if s.system == "interlock"]
     assert (judged.held, judged.of("duplicate_effect").count) == (held, duplicates)
@@ -85,10 +88,11 @@ def test_a_stored_count_unlike_its_historys_is_a_disagreement_and_the_page_shows
 
 def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(tmp_path):
     gate = _stored_gate()
-    held, schedules = gate["held"], gate["schedules"]
+    held, schedules, violated = gate["held"], gate["schedules"], gate["violated"]
 
-    def hide(data: dict) -> None:
-        data["systems"]["interlock"]["held"] += 1
+    def hide(data: dict) -> None:  # a schedule that held, stored as one that broke a rule
+        data["systems"]["interlock"]["held"] -= 1
+        data["systems"]["interlock"]["violated"] += 1
 
     results = _copy(tmp_path, hide).parent
     out = tmp_path / "out"
@@ -96,9 +100,9 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert (f"disagreement: {results / 'reliability' / NAME}.json: slow_service (postgresql journal) / interlock: "
-            f"held: stored {held + 1}, derived {held} (counted again from "
+            f"held: stored {held - 1}, derived {held} (counted again from "
             f"{results / 'reliability' / 'history' / NAME}.jsonl.gz)") in run.stderr
-    assert "1 stored exploration count(s) with the counts of their histories" in run.stdout
+    assert "2 stored exploration count(s) with the counts of their histories" in run.stdout
     overview = html.unescape((out / "site" / "reliability" / "index.html").read_text())
     assert f"{held} of {schedules} broke no rule" in overview
     page = html.unescape((out / "site" / "reliability" / "ledger" / "index.html").read_text())
@@ -107,8 +111,9 @@ def test_make_results_builds_the_site_then_fails_naming_each_count_that_differs(
     assert f"Its counts were made again from its history at commit <code>{counted}</code>." in page
     warning = page[page.index('<div class="admonition danger">'):]
     warning = warning[:warning.index("</div>")]
-    assert "1 stored count differ from the judge's" in warning
-    assert f"interlock</code> <code>held</code>: the file says {held + 1}, the history gives {held}" in warning
+    assert "2 stored counts differ from the judge's" in warning
+    assert f"interlock</code> <code>held</code>: the file says {held - 1}, the history gives {held}" in warning
+    assert f"interlock</code> <code>violated</code>: the file says {violated + 1}, the history gives {violated}" in warning
 
 
 def test_a_file_counted_again_after_its_run_names_the_code_that_counted_it(tmp_path):
@@ -362,3 +367,52 @@ def test_what_the_hazard_did_counts_the_runs_it_left_alone_so_each_system_adds_u
         assert sum(mine.values()) == system.schedules
         assert mine[f"{system.system}: no kill or recoverer while its request waited"] == system.schedules - sum(
             n for what, n in dict(run.hazard_effects)[aspect] if what.startswith(f"{system.system}: "))
+
+
+def _forged(tmp_path: Path, damage) -> Path:
+    """The committed exploration with the gate's stored counts damaged and no history beside it to count again."""
+    folder = _copy(tmp_path, lambda data: damage(data["systems"]["interlock"]))
+    (folder / "history" / f"{NAME}.jsonl.gz").unlink()
+    return folder
+
+
+@pytest.mark.parametrize("damage,problem", [
+    (lambda gate: gate.update(schedules=-5), "schedules: expected a count of at least 0, got -5"),
+    (lambda gate: gate.update(held=10 ** 12), "schedules: {n} schedules, but held 1000000000000, violated 0 and "
+                                             "violated_in_window 0 add up to 1000000000000"),
+    (lambda gate: gate["violations"]["duplicate_effect"].update(count=10 ** 6),
+     "violations.duplicate_effect.count: 1000000 schedules, more than the {n} run"),
+    (lambda gate: gate["violations"]["answer_wrong"].update(in_window=-1),
+     "violations.answer_wrong.in_window: expected a count of at least 0, got -1"),
+], ids=["negative", "more held than run", "a kind broken more often than run", "negative inside the window"])
+def test_stored_counts_no_tally_of_runs_could_give_are_bad_input_naming_the_field(tmp_path, damage, problem):
+    folder = _forged(tmp_path, damage)
+    with pytest.raises(BadInput) as refused:
+        reliability(folder)
+    said = problem.format(n=_stored_gate()["schedules"])
+    assert str(refused.value) == f"{folder / NAME}.json: systems.interlock.{said}"
+
+
+def test_a_build_from_forged_counts_with_no_history_to_count_them_again_is_one_line_and_exit_2(tmp_path):
+    folder = _forged(tmp_path, lambda gate: gate.update(schedules=-5, held=10 ** 12))
+    run = subprocess.run([sys.executable, "-m", "pipeline", "build", "--results", str(folder.parent), "--out",
+                          str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == f"error: {folder / NAME}.json: systems.interlock.schedules: expected a count of at least 0, " \
+                         "got -5\n"
+
+
+def test_a_long_worker_error_is_cut_saying_so_and_how_long_it_was():
+    line = "START " + "x" * 400 + " END: the exception itself"
+    worker = {"stage": "recoverer", "index": 0, "outcome": "WRITTEN", "exit_code": 1, "timed_out": False,
+              "refused_journal": False, "traceback": True, "stderr": ["an earlier line", line]}
+    [detail] = [b.detail for b in broken(_row(ran=[worker])) if b.kind == "worker_error"]
+    assert detail == f"recoverer 0: {line[:300]}… ({len(line)} characters)"
+
+
+def test_a_receipts_long_list_of_problems_is_cut_saying_so_and_how_long_it_was():
+    [first] = [json.loads(line) for line in gzip.open(COMMITTED / "history" / "explore_calendar.jsonl.gz", "rt")
+               if json.loads(line)["system"] == "interlock"][:1]
+    row = dict(first, record={"entries": [dict(e, hash="0" * 64) for e in first["record"]["entries"]]})
+    [detail] = [b.detail for b in broken(Node(row, "", "h")) if b.kind == "receipt_invalid"]
+    assert re.fullmatch(r".{300}… \(\d{3,} characters\)", detail, re.S)

@@ -82,3 +82,32 @@ def test_removing_a_calendar_refusal_in_the_middle_breaks_the_chain(tmp_path):
     for i in (14, 17):
         assert scenario.cells[i].can_prove is False
         assert "does not link" in scenario.cells[i].proof.reason
+
+
+# ---- the tamper corpus's summary (results/reliability/tamper.json) ----------------------------------------------
+
+def _more_signed_than_made(data):
+    for counts in (data["kinds"][0], data["totals"]):
+        counts["flagged_signed"] += 10 ** 6
+
+
+@pytest.mark.parametrize("damage,problem", [
+    (_more_signed_than_made, "kinds[0].flagged_signed: {signed} mutants, more than the {made} made"),
+    (lambda d: d.update(misses=["field_changed: signed verify did not flag it"] * 3),
+     "misses: 3 miss(es) listed where 0 mutant(s) were missed: the file lists the first of its misses, so some when "
+     "any was missed, and never more"),
+    (lambda d: d["torn_tail"].update(offsets_tried=-1), "torn_tail.offsets_tried: expected a count of at least 0, got "
+                                                        "-1"),
+], ids=["more flagged than made", "misses listed where none was missed", "a negative count"])
+def test_tamper_counts_no_corpus_run_could_give_are_bad_input_naming_the_field(tmp_path, damage, problem):
+    from pipeline.load import BadInput
+    from pipeline.reliability import tamper
+
+    data = json.loads((REFERENCE.parent / "reliability" / "tamper.json").read_text())
+    kind = data["kinds"][0]
+    damage(data)
+    path = tmp_path / "tamper.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(BadInput) as refused:
+        tamper(path, "tamper.json")
+    assert str(refused.value) == f"{path}: " + problem.format(signed=kind["flagged_signed"], made=kind["generated"])

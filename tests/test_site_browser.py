@@ -192,7 +192,7 @@ def test_search_for_stale_premise_finds_the_cells_whose_outcome_contains_it(visi
     wanted = set()
     for source in result_files():
         run = derive(source)
-        links = RunLinks(f"scenarios/{slug(source.stem)}")
+        links = RunLinks.of(f"scenarios/{slug(source.stem)}", run.cells)
         wanted |= {f"{links.folder}/cells/#{links.anchor(c)}" for c in run.cells if "stale_premise" in c.outcome}
     if not wanted:
         pytest.skip("no committed cell has a stale_premise outcome")

@@ -383,3 +383,96 @@ def test_the_build_is_byte_for_byte_what_mkdocs_and_the_theme_build_without_its_
     built, plain = _tree(fast), _tree(tmp_path / "plain" / "site")
     assert sorted(built) == sorted(plain)
     assert [name for name in built if built[name] != plain[name]] == []
+
+
+def test_a_value_that_would_open_a_list_or_a_code_block_renders_as_its_own_text():
+    for value in ("1986. MARK1 the first item", "2) second", "        eight spaces", "3."):
+        rendered = _markdown(f"{inert(value)}\n")
+        assert not re.search(r"<(ol|li|pre|code)\b", rendered), rendered
+        assert html.unescape(re.sub(r"</?p>", "", rendered)).strip() == value.strip()
+        assert _markdown(f"- {inert(value)}\n").count("<li>") == 1  # the value after a bullet opens no inner list
+    assert str(inert("1.5 s")) == "1.5 s" and str(inert("a 1. b")) == "a 1. b"  # ordinary text stays readable
+
+
+def test_a_hostile_number_or_indent_at_the_start_of_a_line_of_any_page_opens_no_block(tmp_path):
+    """An exploration's hazard text and window, and a run's service role, each begin a line of a page."""
+    folder = tmp_path / "results" / "reliability"
+    folder.mkdir(parents=True)
+    data = json.loads((REPO / "results" / "reliability" / "explore_ledger_pg_slow_service.json").read_text())
+    del data["history"]  # not counted again: the page shows the file's own counts
+    data["hazard"]["what"], data["window"] = "1986. XWHAT is no list", "2. XWINDOW is no list"
+    (folder / "explore_ledger.json").write_text(json.dumps(data))
+    data["hazard"].update(name="sigstop", what="        XCODE is no code")
+    (folder / "explore_ledger_sigstop.json").write_text(json.dumps(data))
+    run = json.loads((REPO / "results" / "scenarios" / "gcp_resource.json").read_text())
+    run["provenance"]["services"] = {"1. ROLEX": {"real": False, "name": "a stand-in"}, **run["provenance"]["services"]}
+    (tmp_path / "gcp_resource.json").write_text(json.dumps(run))
+    site = build([tmp_path / "gcp_resource.json"], tmp_path / "out", results=tmp_path / "results")
+    pages = [site / "reliability" / "ledger" / "index.html", site / "scenarios" / "gcp_resource" / "index.html"]
+    raw = "".join(page.read_text() for page in pages)
+    for marker in ("XWHAT", "XWINDOW", "XCODE", "ROLEX"):
+        assert not re.search(rf"<ol>\s*<li>[^<]*{marker}|<code>[^<]*{marker}", raw), marker
+    text = html.unescape(raw)
+    assert "1986. XWHAT is no list" in text and "2. XWINDOW is no list" in text and "1. ROLEX: a local stand-in" in text
+    assert "<p>1. ROLEX, object store, " in text  # the stand-ins note's body, which opens with the roles
+
+
+def test_a_gate_journal_entry_with_no_kind_is_shown_with_its_cell_not_a_traceback(tmp_path):
+    from pipeline.derive import derive
+
+    data = json.loads((REPO / "results" / "scenarios" / "gcp_resource.json").read_text())
+    cell = next(c for c in data["cells"] if c["system"] == "interlock")
+    del cell["artifacts"]["journal.jsonl"][1]["kind"]
+    path = tmp_path / "gcp_resource.json"
+    path.write_text(json.dumps(data))
+    render_site([derive(path)], {}, tmp_path / "docs")
+    page = html.unescape((tmp_path / "docs" / "scenarios" / "gcp_resource" / "cells.md").read_text())
+    kinds = [e.get("kind", "") for e in cell["artifacts"]["journal.jsonl"]]
+    assert f"({', '.join(kinds)})</summary>" in page and "<tr><td>2</td> <td></td>" in page
+
+
+BIG = "1" + "0" * 5000
+
+
+@pytest.mark.parametrize("keys,order", [(["²", "10", "9"], ["²", "10", "9"]), ([BIG, "10", "9"], ["9", "10", BIG])],
+                         ids=["a superscript digit, no count: kept in file order", "a count too long for int()"])
+def test_a_nested_benchmark_key_that_int_cannot_read_is_laid_out_not_a_traceback(keys, order):
+    figures = {key: float(n) for n, key in enumerate(keys)}
+    bench = layout("odd", {"scaling": {"run": {"workers": figures}}}, "results/bench/odd.json")
+    [table] = [t for t in bench.tables if t.title == "scaling"]
+    assert table.head == ("scaling", *(f"workers {key}" for key in order))
+
+
+def test_two_cells_whose_systems_fold_to_one_slug_get_an_anchor_each(tmp_path):
+    from pipeline.derive import derive
+
+    data = json.loads((REPO / "results" / "scenarios" / "gcp_resource.json").read_text())
+    fault = data["cells"][0]["fault"]
+    first, second = [c for c in data["cells"] if c["fault"] == fault][:2]
+    first["system"], second["system"] = "no check", "No-Check"
+    path = tmp_path / "gcp_resource.json"
+    path.write_text(json.dumps(data))
+    render_site([derive(path)], {}, tmp_path / "docs")
+    folder = tmp_path / "docs" / "scenarios" / "gcp_resource"
+    ids = re.findall(r"\{#([^}]+)\}", (folder / "cells.md").read_text())
+    assert len(ids) == len(data["cells"]) == len(set(ids))
+    linked = re.findall(r'href="cells/#([^"]+)"', (folder / "index.md").read_text())
+    assert set(linked) == set(ids)
+
+
+def test_a_bidirectional_or_invisible_character_shows_as_its_escape_on_a_page_and_in_the_raw_json(tmp_path):
+    from pipeline.derive import derive
+
+    shown = html.unescape(str(inert("ok\u202etxt.exe\u200b\u2066\ufeff\u061c")))
+    assert shown == "ok\\u202etxt.exe\\u200b\\u2066\\ufeff\\u061c"
+    data = json.loads((REPO / "results" / "scenarios" / "gcp_resource.json").read_text())
+    data["cells"][0]["decision"]["reason"] = "approved\u202e by nobody"
+    path = tmp_path / "gcp_resource.json"
+    path.write_text(json.dumps(data))
+    render_site([derive(path)], {}, tmp_path / "docs")
+    folder = tmp_path / "docs" / "scenarios" / "gcp_resource"
+    written = [(folder / "cells.md").read_text(), *(p.read_text() for p in (folder / "cells").glob("*.json"))]
+    assert not [text for text in written if "\u202e" in text]
+    assert "approved&#92;u202e by nobody" in written[0]
+    [raw] = (folder / "cells").glob("000-*.json")
+    assert json.loads(raw.read_text()) == data["cells"][0] and "approved\\u202e by nobody" in raw.read_text()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
@@ -32,6 +33,14 @@ class RunLinks:
     """Links as seen from the run's own pages; `folder` is the run's directory under the docs root."""
 
     folder: str  # "scenarios/<slug>"
+    anchors: Mapping[int, str] = field(default_factory=dict)  # each cell's anchor on the cells page, by its index
+
+    @classmethod
+    def of(cls, folder: str, cells: Iterable[Cell]) -> RunLinks:
+        """The links of a run with these cells: each cell's anchor is its fault and system, numbered where another
+        cell's already folds to the same one ("no check" and "No-Check"), so no two cells share one."""
+        taken: set[str] = set()
+        return cls(folder, {cell.index: unique(f"{slug(cell.fault)}--{slug(cell.system)}", taken) for cell in cells})
 
     @property
     def path(self) -> Markup:
@@ -50,7 +59,7 @@ class RunLinks:
         return {"light": Markup("settle-light.svg"), "dark": Markup("settle-dark.svg")}
 
     def anchor(self, cell: Cell) -> Markup:
-        return Markup(f"{slug(cell.fault)}--{slug(cell.system)}")
+        return Markup(self.anchors[cell.index])
 
     def heading_id(self, cell: Cell) -> Markup:
         return Markup("{#" + self.anchor(cell) + "}")

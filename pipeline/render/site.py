@@ -20,7 +20,7 @@ from ..chart import Drawing, Series
 from ..compare import COLUMNS, compare_published
 from ..benchmarks import Benchmark
 from ..load import read
-from ..model import Difference, Scenario, SystemSummary
+from ..model import INVISIBLE, Difference, Scenario, SystemSummary
 from ..reliability import Exploration, Reliability
 from . import findings, headline
 from .env import REPO, TEMPLATES, environment, repo_path
@@ -154,7 +154,7 @@ def _runs(scenarios: Sequence[Scenario], published: Mapping[str, Any]) -> list[R
         shown = dataclasses.replace(scenario, source=repo_path(scenario.source))
         figures = published.get(scenario.name)
         differences = compare_published(shown, published) if figures else ()
-        runs.append(Run(shown, name, RunLinks(f"scenarios/{name}"), figures, differences, top,
+        runs.append(Run(shown, name, RunLinks.of(f"scenarios/{name}", shown.cells), figures, differences, top,
                         _scenario_verdict(shown, figures, top["cells"])))
     return runs
 
@@ -254,6 +254,11 @@ def _page(env: jinja2.Environment, template: str, path: Path, **context: Any) ->
 _CELL_AFTER_CELL = re.compile(r"(</t[dh]>)(<t[dh][ >])")
 
 
+# A cell's raw JSON keeps its text as stored but for the invisible characters, written as the escapes JSON has for
+# them ("\u202e"), so the file reads back the same and a browser showing it shows them.
+_JSON_ESCAPES = {ord(char): f"\\u{ord(char):04x}" for char in INVISIBLE}
+
+
 def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
     folder = docs / run.links.folder
     scenario = run.scenario
@@ -277,7 +282,7 @@ def _write_run(env: jinja2.Environment, run: Run, docs: Path) -> None:
               rows=_comparison_rows(run, columns, differences), differences=differences,
               disagreements=run.published.get("disagreements"), **context)
     for cell in scenario.cells:
-        raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False) + "\n"
+        raw = json.dumps(run.raw_cells[cell.index], indent=1, ensure_ascii=False).translate(_JSON_ESCAPES) + "\n"
         _write(folder / str(run.links.raw(cell)), raw)
 
 
