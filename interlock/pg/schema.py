@@ -191,16 +191,21 @@ BEGIN
       FROM interlock_journal WHERE effect_id = p_effect;  -- read now that the claim is this holder's
 END $$;
 
-CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_holder text) RETURNS void
-LANGUAGE plpgsql AS $$
+-- Give the claim back. `p_answered`: the holder's resolution goes with it (`interlock_release_after`), so no request
+-- of it is left unanswered; else a holder that made a request and leaves the effect's send open notes when.
+CREATE OR REPLACE FUNCTION interlock_let_go(p_effect text, p_epoch bigint, p_holder text, p_answered boolean)
+RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- a release lost with a crash only waits for the lease
     UPDATE interlock_claims SET expires = NULL, in_request = false,
-           sent_until = CASE WHEN in_request AND interlock_open_send(p_effect) THEN clock_timestamp()
-                             ELSE sent_until END
+           sent_until = CASE WHEN NOT p_answered AND in_request AND interlock_open_send(p_effect)
+                             THEN clock_timestamp() ELSE sent_until END
      WHERE effect_id = p_effect AND epoch = p_epoch AND holder = p_holder;
     PERFORM pg_advisory_unlock(interlock_lock_key(p_effect, p_epoch));  -- a lost session's went with it
 END $$;
+
+CREATE OR REPLACE FUNCTION interlock_release(p_effect text, p_epoch bigint, p_holder text) RETURNS void
+LANGUAGE sql AS $$ SELECT interlock_let_go(p_effect, p_epoch, p_holder, false) $$;
 
 -- Give the claim back and append the last entries of the claimed effect (its resolution), in one transaction: the
 -- holder's closing round trip. Its session holds the epoch's lock, which the release frees. The release comes
@@ -211,7 +216,7 @@ CREATE OR REPLACE FUNCTION interlock_release_after(p_effect text, p_kinds text[]
                                                    p_late_bodies text[]) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM interlock_release(p_effect, p_fence, p_holder);
+    PERFORM interlock_let_go(p_effect, p_fence, p_holder, true);
     RETURN interlock_append_all(p_effect, p_kinds, p_epochs, p_fence, p_holder, p_tokens, p_bodies, p_late_bodies);
 END $$;
 
