@@ -119,8 +119,8 @@ class Recovery:
     """The settling of one effect by the process holding its claim; the gate uses it after a lost answer too.
 
     `settle` raises ClaimLost when the claim was taken over before a resend (nothing was sent). `send_ended` is
-    when the caller's own send returned or raised (the journal's `now()`): its in-flight bound counts from then, not from
-    the DISPATCHED before a request that hung.
+    when the caller's own send returned or raised (the journal's `now()`): its in-flight bound counts from then,
+    not from the DISPATCHED before a request that hung.
     """
 
     def __init__(self, journal: JournalLike, target: Target, effect: Effect, claim: ClaimLike, hooks: Hooks,
