@@ -58,7 +58,7 @@ class Claim:
     _fd: int = field(repr=False)  # the claim's file, open for the claim's life: its record, and its flock if held
     _locked: bool = field(default=True, repr=False)  # whether this claim holds the flock
     _took_over_a_send: bool = field(default=False, repr=False)
-    sent_until: float | None = None  # the last moment an earlier holder's unanswered request was known on its way
+    sent_until: float | None = None  # when an earlier holder's unanswered request may last have left
     _owner_mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the renewer is a thread
 
     def confirm(self) -> bool:
@@ -173,7 +173,7 @@ class FileClaims:
             # took the claim from it so (a mark carried from owner to owner while that flock stays held).
             took_over_a_send = not locked and bool(
                 (record.get("sending") and not record.get("released")) or record.get("stopped_sender"))
-            sent_until = _sent_until(record)
+            sent_until = _sent_until(record, now, self.ttl)
             _write(fd, {"epoch": epoch, "pid": os.getpid(), "host": socket.gethostname(), "since": now,
                         "renewed": now, "flock": locked, "stopped_sender": took_over_a_send,
                         **({"sent_until": sent_until} if sent_until is not None else {})})
@@ -323,13 +323,14 @@ class FileClaims:
                 yield claim._fd
 
 
-def _sent_until(record: dict[str, Any]) -> float | None:
-    """The last moment an unanswered request of a holder up to the one `record` names was known on its way: when
-    a holder that released the claim mid-send let it go, or the last renewal of one that died sending; carried
-    from owner to owner. None when no holder left a request unanswered."""
+def _sent_until(record: dict[str, Any], now: float, ttl: float) -> float | None:
+    """The last moment an unanswered request of a holder up to the one `record` names may have left: when a holder
+    that released the claim mid-send let it go, or, for one that stopped holding it while sending, the end of its
+    claim (`now`, or its last renewal and a ttl when that came first: its send, retries included, may have run to
+    then); carried from owner to owner. None when no holder left a request unanswered."""
     times = [record["sent_until"]] if isinstance(record.get("sent_until"), (int, float)) else []
     if record.get("sending") and not record.get("released") and isinstance(record.get("renewed"), (int, float)):
-        times.append(record["renewed"])
+        times.append(min(now, record["renewed"] + ttl))
     return max(times) if times else None
 
 

@@ -195,9 +195,9 @@ class Recovery:
         return Outcome(Status.AMBIGUOUS, self.eid, rechecked=checks, error=error)
 
     def _note_last_send(self) -> None:
-        """When the effect's last send was journaled, or later returned or raised in this process, or was last
-        known on its way in an earlier holder of the claim (`sent_until`): a request of it may land up to the
-        in-flight bound after."""
+        """When the effect's last send was journaled, or later returned or raised in this process, or when a
+        request of it may last have left an earlier holder of the claim (`sent_until`): a request of it may land up
+        to the in-flight bound after."""
         times = [e["ts"] for e in self.journal.entries(self.eid) if e["kind"] in SENDS][-1:]
         for later in (self._send_ended, getattr(self.claim, "sent_until", None)):
             if later is not None:

@@ -1,7 +1,7 @@
 """A gated worker over the ledger service (`experiments.services.ledger`), run as a real process by the hazard tests.
 
 `python -m tests.hazard_worker DIR ENDPOINT [--mode submit|recover] [--fence none|version|epoch|dedupe]
-[--in-flight S] [--ttl S] [--claim-wait S] [--bug] [--go FILE]`
+[--in-flight S] [--ttl S] [--claim-wait S] [--bug] [--hang S] [--go FILE]`
 submits (or recovers) one write and prints its outcome as one JSON line; with `--go` it starts, writes
 `FILE.waiting`, and waits for FILE before it opens the journal, so a test can have it ready the moment another
 worker dies. The target declares what the fence covers: the version premise and a second write (`version`), a second
@@ -9,6 +9,8 @@ write (`dedupe`, tier 1), a superseded epoch, which recovery raises at the ledge
 `DIR/lease.json` ({"status": "open"}; anything else is revoked); the premise is the ledger resource's version, whose
 own write (the ledger names the writer) is not a change. Kill and pause points come from the environment through the
 experiments' crash hook. `--bug` makes the send raise KeyError before it sends anything: the caller's own error.
+`--hang S` holds the send S seconds before its request, as a client does that retries a first attempt the service
+never got.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None
         return exc.code, json.loads(exc.read())
 
 
-def build_target(endpoint: str, fence: str, in_flight: float | None, bug: bool) -> FunctionTarget:
+def build_target(endpoint: str, fence: str, in_flight: float | None, bug: bool, hang: float) -> FunctionTarget:
     """The ledger as a tier-2 target; `fence` says what the service refuses."""
 
     def send(effect_id: str, payload: dict[str, Any], **epoch: int) -> Any:
         if bug:
             return payload["no such field"]
+        time.sleep(hang)
         headers = {"Content-Type": "application/json"}
         if fence == "version":
             headers["If-Match"] = str(payload["if_match"])
@@ -119,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttl", type=float, default=30.0)
     parser.add_argument("--claim-wait", type=float, default=10.0)
     parser.add_argument("--bug", action="store_true")
+    parser.add_argument("--hang", type=float, default=0.0)
     parser.add_argument("--go", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.go is not None:
         wait_for(args.go)
     journal, claims = open_journal(journal_address(args.dir), claim_ttl=args.ttl)
-    gate = Gate(journal, build_target(args.endpoint, args.fence, args.in_flight, args.bug), claims=claims,
+    gate = Gate(journal, build_target(args.endpoint, args.fence, args.in_flight, args.bug, args.hang), claims=claims,
                 claim_wait=args.claim_wait, hooks=crash.HOOK)
     effect = build_effect(args.dir, args.endpoint)
     if args.mode == "recover":

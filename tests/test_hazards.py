@@ -124,15 +124,30 @@ def test_recovery_reports_in_flight_with_the_time_it_can_decide(world, ledger):
     ledger.configure(delay=2.0)
     recoverer, go = ready(world, ledger, "--mode", "recover", "--in-flight", "2.5", "--claim-wait", "0")
     kill_while_at_the_service(world, ledger, "--in-flight", "2.5")
+    killed = time.time()
     go.touch()
     outcome = finished(recoverer)
     assert ledger.applies(EFFECT) == 0, "the stray write landed before recovery looked: the schedule did not race"
-    dispatched = next(e for e in journal_entries(world) if e["kind"] == "DISPATCHED")
-    assert outcome["status"] == "IN_FLIGHT" and outcome["decide_at"] == pytest.approx(dispatched["ts"] + 2.5)
+    # counted from when the dead sender's claim was taken, not from its dispatch: its send ran until it died
+    assert outcome["status"] == "IN_FLIGHT" and killed + 2.5 <= outcome["decide_at"] <= time.time() + 2.5
     wait_until(lambda: ledger.applies(EFFECT) == 1, what="the stray write landing")
     wait_until(lambda: time.time() > outcome["decide_at"], what="the bound passing")
     assert finished(worker(world, ledger, "--mode", "recover", "--in-flight", "2.5"))["status"] == "COMMITTED_ON_QUERY"
     assert ledger.applies(EFFECT) == 1
+
+
+def test_recovery_counts_the_in_flight_bound_from_when_a_sender_that_died_sending_lost_its_claim(world, ledger):
+    # The send held its request (a client retrying a first attempt that never arrived) and made it just before its
+    # sender was killed: counted from the dispatch, the bound has passed while the request is still on its way.
+    postgres = (world / "journal.address").exists()
+    ledger.configure(delay=1.8 if postgres else 0.8)  # on PostgreSQL the claim is taken once the 1 s lease ran out
+    bound, hang = ("1.9", "1.5") if postgres else ("1.0", "1.2")
+    recoverer, go = ready(world, ledger, "--mode", "recover", "--in-flight", bound, "--claim-wait", "10")
+    kill_while_at_the_service(world, ledger, "--in-flight", bound, "--hang", hang)
+    go.touch()
+    outcome = finished(recoverer)
+    assert ledger.applies(EFFECT) == 1, "recovery resent while the dead sender's last request was on its way"
+    assert outcome["status"] == "COMMITTED_ON_QUERY"
 
 
 def test_a_version_fenced_write_that_landed_late_is_recorded_as_committed(world, ledger):

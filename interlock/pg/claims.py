@@ -53,7 +53,7 @@ class PgClaim:
     _claims: PgClaims | None = field(repr=False)
     lost: bool = False
     wrote_first: bool = False  # the effect's first entry, given to `acquire_with_first`, went with the claim
-    sent_until: float | None = None  # when an earlier holder let the claim go with its request unanswered
+    sent_until: float | None = None  # when an earlier holder's unanswered request may last have left
 
     def confirm(self) -> bool:
         """Whether this epoch still owns the effect with a live lease, now extended to a full ttl (one round trip).

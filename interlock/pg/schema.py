@@ -37,8 +37,9 @@ CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (eff
 -- is set, only the lease's expiry frees the claim, since a request may still be on its way. `stopped_epoch` names
 -- an earlier holder that was taken over inside a request with its session still holding its lock (stopped, not
 -- dead: it may still send), carried from holder to holder while that lock is held. `sent_until` is when a holder
--- released the claim with its last request unanswered (no entry after it) and the effect's send open: a request of
--- it may land up to the target's in-flight bound after then. Carried from holder to holder.
+-- released the claim with its last request unanswered (no entry after it) and the effect's send open, or when the
+-- claim of one taken over inside a request ended: a request of it may land up to the target's in-flight bound after
+-- then. Carried from holder to holder.
 CREATE TABLE IF NOT EXISTS interlock_claims (
     effect_id  text        PRIMARY KEY,
     epoch      bigint      NOT NULL,
@@ -171,8 +172,13 @@ BEGIN
             UPDATE interlock_claims SET epoch = c.epoch + 1, holder = p_holder, owner = p_owner,
                    backend = pg_backend_pid(), expires = clock_timestamp() + make_interval(secs => p_ttl),
                    in_request = false, taken = r_taken,
-                   since = clock_timestamp(), stopped_epoch = v_stopped
-             WHERE effect_id = p_effect;
+                   since = clock_timestamp(), stopped_epoch = v_stopped,
+                   -- taken inside a request: that send, retries included, may have run until the claim ended
+                   sent_until = CASE WHEN c.in_request AND interlock_open_send(p_effect)
+                                     THEN greatest(c.sent_until, least(c.expires, clock_timestamp()))
+                                     ELSE c.sent_until END
+             WHERE effect_id = p_effect
+            RETURNING extract(epoch FROM sent_until) INTO r_sent_until;
             r_epoch := c.epoch + 1;
         END taking;
     END IF;
