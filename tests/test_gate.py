@@ -86,6 +86,20 @@ def test_a_valid_effect_is_sent_once_with_four_journal_entries(tmp_path, service
     assert receipt["authorized_when_fired"] is True and receipt["assumptions_held"] is True
 
 
+def test_an_answer_holding_u0000_is_journaled_and_settles_the_effect(tmp_path):
+    landed = []
+
+    def send(effect_id, payload):  # jsonb cannot hold U+0000; the service's answer, kept as evidence, may
+        landed.append(effect_id)
+        return {"etag": "a\x00b", "\x00": True}
+
+    gate = gated(tmp_path, FunctionTarget("svc", send, tier=2, find=lambda eid, payload: None), claim_wait=0.5)
+    outcome = gate.submit(effect())
+    assert outcome.status == "COMMITTED" and outcome.evidence == {"etag": "a\x00b", "\x00": True}
+    assert gate.submit(effect()).status == "DUPLICATE_IGNORED" and len(landed) == 1
+    assert verify(bundle(gate.journal, outcome.effect_id))["valid"]
+
+
 def test_the_same_effect_again_is_a_duplicate_and_is_not_sent(tmp_path, service):
     gate = gate_for(tmp_path, service)
     gate.submit(effect())

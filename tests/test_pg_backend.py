@@ -441,3 +441,23 @@ def test_a_database_whose_acquire_returned_no_sent_until_gets_the_new_one_on_ope
         assert claim.epoch == 1 and claim.sent_until is None
     claims.close()
     journal.close()
+
+
+def test_a_database_whose_resolution_index_cast_every_line_to_jsonb_gets_the_new_one_on_open(pg_url):
+    import psycopg
+
+    journal, claims = open_journal(pg_url)
+    claims.close()
+    journal.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the index of a release before this one
+        conn.execute("DROP INDEX interlock_journal_one_resolution_per_effect")
+        conn.execute("CREATE UNIQUE INDEX interlock_journal_one_resolution_per_effect ON interlock_journal (effect_id)"
+                     " WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')"
+                     " AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false'")
+    journal, claims = open_journal(pg_url)
+    with claims.acquire("e1", wait=1.0) as claim:
+        journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})
+        journal.append("COMMITTED", "e1", {"result": "a\x00b", "epoch": claim.epoch})
+    assert journal.effect("e1").settled_by["kind"] == "COMMITTED"
+    claims.close()
+    journal.close()
