@@ -7,9 +7,9 @@ The order of questions, for an effect whose last send has no answer in the journ
    earlier send can still land: at once when the target's fences cover what moved (a precondition on the premise
    that changed; a dedupe on the effect id, when recovery is about to resend), after the target's `close_out`
    made the service refuse them, or else after the last send's DISPATCHED time (or, when later, the time the
-   gate's own send returned, or an earlier holder of the claim let it go, or last renewed it, while its request
-   had no answer) plus the target's `in_flight` bound (recovery waits that out when it fits in the caller's
-   wait, else reports IN_FLIGHT with `decide_at`).
+   gate's own send returned, or an earlier holder of the claim let it go while its request had no answer, or lost
+   it while sending: died, or taken over) plus the target's `in_flight` bound (recovery waits that out when it
+   fits in the caller's wait, else reports IN_FLIGHT with `decide_at`).
    Then the lookup is made once more: an effect that landed late is recorded as committed, never as refused.
 3. Still valid and not found: tier 2 resends. A refused resend (a precondition, or a service still busy with the
    earlier send) is followed by one more lookup, and, once none of the earlier send's requests can still land (as
