@@ -140,8 +140,8 @@ def test_recovery_counts_the_in_flight_bound_from_when_a_sender_that_died_sendin
     # The send held its request (a client retrying a first attempt that never arrived) and made it just before its
     # sender was killed: counted from the dispatch, the bound has passed while the request is still on its way.
     postgres = (world / "journal.address").exists()
-    ledger.configure(delay=1.8 if postgres else 0.8)  # on PostgreSQL the claim is taken once the 1 s lease ran out
-    bound, hang = ("1.9", "1.5") if postgres else ("1.0", "1.2")
+    ledger.configure(delay=2.0 if postgres else 0.8)  # on PostgreSQL the claim is taken once the 1 s lease ran out
+    bound, hang = ("2.5", "2.2") if postgres else ("1.6", "1.8")  # each bound leaves the landing 0.5 s or more
     recoverer, go = ready(world, ledger, "--mode", "recover", "--in-flight", bound, "--claim-wait", "10")
     kill_while_at_the_service(world, ledger, "--in-flight", bound, "--hang", hang)
     go.touch()
