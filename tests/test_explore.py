@@ -481,10 +481,10 @@ def test_a_slow_ledger_lands_a_request_after_its_sender_was_killed(tmp_path):
 def test_a_replay_runs_the_one_schedule_again():
     done = subprocess.run([sys.executable, "-m", "experiments.explore", "--scenario", "gcp_resource", "--replay", "3",
                            "--systems", "interlock"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    lines = done.stdout.splitlines()
-    assert lines[0] == "python -m experiments.explore --scenario gcp_resource --replay 3"
-    assert lines[1].strip() == schedule_for("gcp_resource", 3).describe()
-    assert "interlock: held" in done.stdout and done.returncode == 0, done.stdout + done.stderr
+    lines, said = done.stdout.splitlines(), done.stdout + done.stderr
+    assert lines[:1] == ["python -m experiments.explore --scenario gcp_resource --replay 3"], said
+    assert lines[1].strip() == schedule_for("gcp_resource", 3).describe(), said
+    assert "interlock: held" in done.stdout and done.returncode == 0, said
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
