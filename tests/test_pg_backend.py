@@ -424,18 +424,25 @@ def test_a_claims_table_made_before_stopped_holders_were_kept_gains_the_column_o
     journal.close()
 
 
-def test_a_database_whose_acquire_returned_no_sent_until_gets_the_new_one_on_open(pg_url):
+def _made_by_an_earlier_release(pg_url: str, *statements: str) -> None:
+    """The schema made on open, then changed back by `statements` to what a release before this one made."""
     import psycopg
 
     journal, claims = open_journal(pg_url)
     claims.close()
     journal.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # the acquire of a release before this one
-        conn.execute("DROP FUNCTION interlock_acquire(text, text, text, float8, text, text, text)")
-        conn.execute("CREATE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,"
-                     " p_kind text, p_token text, p_body text, OUT r_epoch bigint, OUT r_taken text,"
-                     " OUT r_seqs bigint[], OUT r_lines text[], OUT r_first boolean) LANGUAGE sql AS"
-                     " $$ SELECT NULL::bigint, NULL::text, NULL::bigint[], NULL::text[], NULL::boolean $$")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def test_a_database_whose_acquire_returned_no_sent_until_gets_the_new_one_on_open(pg_url):
+    _made_by_an_earlier_release(
+        pg_url, "DROP FUNCTION interlock_acquire(text, text, text, float8, text, text, text)",
+        "CREATE FUNCTION interlock_acquire(p_effect text, p_holder text, p_owner text, p_ttl float8,"
+        " p_kind text, p_token text, p_body text, OUT r_epoch bigint, OUT r_taken text,"
+        " OUT r_seqs bigint[], OUT r_lines text[], OUT r_first boolean) LANGUAGE sql AS"
+        " $$ SELECT NULL::bigint, NULL::text, NULL::bigint[], NULL::text[], NULL::boolean $$")
     journal, claims = open_journal(pg_url)
     with claims.acquire("e1", wait=1.0) as claim:
         assert claim.epoch == 1 and claim.sent_until is None
@@ -444,16 +451,11 @@ def test_a_database_whose_acquire_returned_no_sent_until_gets_the_new_one_on_ope
 
 
 def test_a_database_whose_resolution_index_cast_every_line_to_jsonb_gets_the_new_one_on_open(pg_url):
-    import psycopg
-
-    journal, claims = open_journal(pg_url)
-    claims.close()
-    journal.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # the index of a release before this one
-        conn.execute("DROP INDEX interlock_journal_one_resolution_per_effect")
-        conn.execute("CREATE UNIQUE INDEX interlock_journal_one_resolution_per_effect ON interlock_journal (effect_id)"
-                     " WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')"
-                     " AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false'")
+    _made_by_an_earlier_release(
+        pg_url, "DROP INDEX interlock_journal_one_resolution_per_effect",
+        "CREATE UNIQUE INDEX interlock_journal_one_resolution_per_effect ON interlock_journal (effect_id)"
+        " WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')"
+        " AND (line::jsonb ->> 'resolves') IS DISTINCT FROM 'false'")
     journal, claims = open_journal(pg_url)
     with claims.acquire("e1", wait=1.0) as claim:
         journal.append("DISPATCHED", "e1", {"epoch": claim.epoch})
