@@ -29,10 +29,12 @@ experiments: $(STAMP)
 
 # The committed explorations: every file-journal hazard on every scenario (1000 schedules for the gate, 300 for the
 # baselines), then the shared-journal hazards on every scenario (500 for the gate), then the file-journal hazards
-# that also run on the shared journal (300 for the gate there).
+# that also run on the shared journal (300 for the gate there), then the hazards whose every schedule waits seconds
+# (300 for every system on both journals, 8 at once).
 JSONL_HAZARDS = crash slow_service sigstop journal_cut send_raises
 PG_HAZARDS = concurrent_recovery session_terminated server_restart paused_past_ttl slow_send_past_ttl
 PG_ALSO_HAZARDS = crash slow_service send_raises
+WAITING_HAZARDS = late_request
 
 # A run that finds the gate breaking a rule exits 1; the others still run, and make fails at the end.
 explore: $(STAMP)
@@ -45,6 +47,12 @@ explore: $(STAMP)
 	  $(PY) -m experiments.explore --hazard $$hazard --journal postgresql --schedules 500 --jobs 8 || status=1; \
 	done; \
 	for hazard in $(PG_ALSO_HAZARDS); do \
+	  $(PY) -m experiments.explore --hazard $$hazard --journal postgresql --schedules 300 --jobs 8 || status=1; \
+	done; \
+	for hazard in $(WAITING_HAZARDS); do \
+	  $(PY) -m experiments.explore --hazard $$hazard --journal jsonl --schedules 300 --jobs 8 || status=1; \
+	done; \
+	for hazard in $(WAITING_HAZARDS); do \
 	  $(PY) -m experiments.explore --hazard $$hazard --journal postgresql --schedules 300 --jobs 8 || status=1; \
 	done; \
 	exit $$status

@@ -269,7 +269,7 @@ def plan(scenario: type[Scenario], args: argparse.Namespace) -> list[tuple[Fault
 def worker_env(journal: str | None, **arm: str | None) -> dict[str, str]:
     """A worker's environment: this process's (the chosen services' endpoints), the run's journal, its armed faults
     and nothing armed by accident (a fault variable inherited from the caller's shell is dropped)."""
-    env = {k: v for k, v in os.environ.items() if k not in (*crash.VARIABLES, planted.RAISES_ENV)}
+    env = {k: v for k, v in os.environ.items() if k not in (*crash.VARIABLES, *planted.VARIABLES)}
     return journals.worker_env({**env, **crash.armed(**arm)}, journal)
 
 

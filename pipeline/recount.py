@@ -187,6 +187,14 @@ def _cut(row: Node) -> Node | None:
     return cut
 
 
+def _crash_could_leave(cut: Node) -> bool:
+    """Whether a crash could have cut the journal so: inside its last line, or past where its witness saw the
+    flushed part end (`durable`, when the run recorded it)."""
+    durable = cut.opt("durable", "integer")
+    return bool(cut.get("inside_last_line", "boolean")) or (durable is not None
+                                                            and cut.get("kept", "integer") >= durable)
+
+
 def _who(worker: Node) -> str:
     return f"{worker.get('stage', 'string')} {worker.get('index', 'integer')}"
 
@@ -229,12 +237,12 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
     found = []
     cut = _cut(row)
     damaged = cut is not None and cut.get("kept", "integer") < cut.get("size", "integer")
-    within_last_line = cut is not None and cut.get("inside_last_line", "boolean")
+    crash_leftover = cut is not None and _crash_could_leave(cut)
     if cut is not None and damaged:
         refused = any(w.get("refused_journal", "boolean") for w in ran)
         opened = any(w.get("stage", "string") not in MAY_DEFER and w.get("outcome", "string", nullable=True)
                      is not None for w in ran)
-        if opened and not refused and not within_last_line:
+        if opened and not refused and not crash_leftover:
             found.append(Broken("damage_accepted", f"the journal cut to {cut.get('kept', 'integer')} of "
                                 f"{cut.get('size', 'integer')} bytes was opened"))
         if refused:  # the harness's damage, refused: nothing more to hold the record to
@@ -249,7 +257,7 @@ def _record(row: Node, ran: list[Node], at_service: bool) -> list[Broken]:
     if pending:
         found.append(Broken("unresolved_dispatch", "the journal ends with a send no resolution settled"))
     receipt = verify({"effect_id": row.get("effect_id", "string"), "entries": entries})
-    if not receipt["valid"] and (not damaged or within_last_line):
+    if not receipt["valid"] and (not damaged or crash_leftover):
         found.append(Broken("receipt_invalid", shortened("; ".join(receipt["problems"]), DETAIL)))
     happened = receipt["happened"]
     service = "holds" if at_service else "does not hold"
@@ -274,7 +282,8 @@ def hazard_effects(row: Node) -> list[tuple[str, str]]:
     cut = _cut(row)
     if cut is not None:
         where = ("nothing cut" if cut.get("kept", "integer") == cut.get("size", "integer") else
-                 "inside the last line" if cut.get("inside_last_line", "boolean") else "before the last line")
+                 "inside the last line" if cut.get("inside_last_line", "boolean") else
+                 "past what was flushed" if _crash_could_leave(cut) else "before the last line")
         seen.append(("journal_cut", where))
         refused = any(w.get("refused_journal", "boolean") for w in row.at("ran").items())
         seen.append(("journal_cut_refused", "refused to open" if refused else "opened"))

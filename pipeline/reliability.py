@@ -70,7 +70,7 @@ KIND_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("record-keeping", (("unresolved_dispatch", "send left unresolved in its own record"),
                         ("receipt_invalid", "receipt does not verify"),
                         ("receipt_cannot_say", "receipt cannot say whether it happened"),
-                        ("damage_accepted", "opened a journal cut before its last line"))),
+                        ("damage_accepted", "opened a journal cut into what it had flushed"))),
     # a worker of the system under test that dies of an error or hangs leaves its job without an answer: the
     # system's failure (a failure of the harness itself is played again, `harness_retried`, and never counted)
     ("the worker itself", (("worker_error", "died of an error or timed out"),)),

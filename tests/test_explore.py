@@ -76,6 +76,17 @@ def test_slow_writes_land_up_to_two_seconds_late_with_their_sender_killed_or_bes
     assert min(s.delay for s in past) > SHORT_TTL and {s.in_flight for s in past} == {"recover"}
 
 
+def test_late_requests_are_held_past_every_in_flight_bound_then_their_sender_is_killed_while_they_wait():
+    from experiments.explore.ledger_worker import IN_FLIGHT_SECONDS
+
+    for journal in ("jsonl", "postgresql"):
+        late = _drawn("late_request", journal, "ledger")
+        holds = [s.hold for s in late]
+        assert min(holds) < 0.5 and IN_FLIGHT_SECONDS < max(holds) <= 4.0
+        assert {s.in_flight for s in late} == {"kill"} and all(s.kills == (None,) for s in late)
+        assert all(s.delay is not None and 0 <= s.delay <= 2.0 for s in late)
+
+
 def test_cut_journals_and_raising_sends_cover_their_range():
     cuts = [s.journal_cut for s in _drawn("journal_cut", scenario="calendar")]
     assert min(cuts) < 0.05 and max(cuts) > 0.95
@@ -187,6 +198,17 @@ def test_a_journal_cut_before_its_last_line_must_be_refused(tmp_path):
     assert "damage_accepted" not in kinds(row(writes=[("1", 1.0)], entries=entries, journal_cut=torn))
     flushed_and_torn = row(writes=[("1", 1.0)], entries=entries[:3], journal_cut=torn, runs=refusing)
     assert kinds(flushed_and_torn) == set()  # a refused record is not read for an open send
+
+
+def test_a_journal_cut_past_what_its_witness_saw_flushed_may_be_opened_and_one_into_it_may_not(tmp_path):
+    entries = gate_entries(tmp_path, "PROPOSED", "AUTHORIZED", "DISPATCHED", "COMMITTED")
+    cut = {"file": "journal.jsonl", "size": 2000, "kept": 1500, "lines": 4, "lines_kept": 3,
+           "inside_last_line": False, "durable": 1500}
+    opened = [ran(outcome="COMMITTED")]
+    assert "damage_accepted" not in kinds(row(writes=[("1", 1.0)], entries=entries, journal_cut=cut, runs=opened))
+    into_flushed = {**cut, "durable": 1501}
+    assert "damage_accepted" in kinds(row(writes=[("1", 1.0)], entries=entries, journal_cut=into_flushed,
+                                          runs=opened))
 
 
 def test_a_baseline_log_with_a_send_and_no_result_is_unresolved():
@@ -400,7 +422,8 @@ HAZARD_RUNS = [("gcp_resource", "sigstop", "jsonl"), ("calendar", "journal_cut",
                ("ledger", "slow_service", "jsonl"), ("ledger", "send_raises", "jsonl"),
                ("gcp_resource", "slow_service", "jsonl"), ("calendar", "send_raises", "jsonl"),
                ("ledger", "paused_past_ttl", "postgresql"), ("gcp_resource", "session_terminated", "postgresql"),
-               ("calendar", "server_restart", "postgresql"), ("gcp_resource", "slow_send_past_ttl", "postgresql")]
+               ("calendar", "server_restart", "postgresql"), ("gcp_resource", "slow_send_past_ttl", "postgresql"),
+               ("ledger", "late_request", "jsonl"), ("calendar", "late_request", "postgresql")]
 
 
 @pytest.mark.parametrize(("scenario", "hazard", "journal"), HAZARD_RUNS)
@@ -418,6 +441,11 @@ def test_a_hazard_run_stores_a_row_per_run_and_counts_it_per_system(tmp_path, sc
         counts = summary["systems"][system]
         assert counts["held"] + counts["violated"] + counts["violated_in_window"] == HAZARD_RUN
     assert summary["hazard_effects"], "the hazard's own effect on each run is recorded"
+    if hazard == "journal_cut":  # where the gate's witness saw the flushed part end, read before the cut
+        cut = [r["journal_cut"] for r in rows if r["system"] == "interlock" and r["journal_cut"]["size"]]
+        assert cut and all(0 < c["durable"] <= c["size"] for c in cut)
+    if hazard == "late_request":
+        assert all(r["in_flight"]["how"] == "kill" for r in rows)
 
 
 def test_a_server_restart_strikes_only_the_run_that_holds_the_cluster(tmp_path):

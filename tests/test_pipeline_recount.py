@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pipeline.load import BadInput, Node
-from pipeline.recount import broken, in_window
+from pipeline.recount import broken, hazard_effects, in_window
 from pipeline.reliability import reliability
 
 ROOT = Path(__file__).parents[1]
@@ -194,6 +194,18 @@ def test_the_gates_journal_is_held_to_its_receipt_and_an_open_send():
     forged = [dict(entries[0], effect_id="someone-else"), *entries[1:]]
     row["record"] = {"entries": forged}
     assert "receipt_invalid" in _kinds(Node(row, "", "h"))
+
+
+def test_an_opened_journal_cut_counts_against_the_gate_only_when_it_reached_into_what_its_witness_saw_flushed():
+    [first] = [json.loads(line) for line in gzip.open(COMMITTED / "history" / "explore_calendar.jsonl.gz", "rt")
+               if json.loads(line)["system"] == "interlock"][:1]
+    cut = {"file": "journal.jsonl", "size": 2000, "kept": 1500, "lines": 4, "lines_kept": 3,
+           "inside_last_line": False}
+    assert "damage_accepted" in _kinds(Node(dict(first, journal_cut=cut), "", "h"))  # no durable end recorded
+    past = dict(first, journal_cut={**cut, "durable": 1500})
+    assert "damage_accepted" not in _kinds(Node(past, "", "h"))
+    assert ("journal_cut", "past what was flushed") in hazard_effects(Node(past, "", "h"))
+    assert "damage_accepted" in _kinds(Node(dict(first, journal_cut={**cut, "durable": 1501}), "", "h"))
 
 
 def test_an_action_is_inside_the_window_when_it_struck_at_a_point_between_check_and_send():

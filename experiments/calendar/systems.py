@@ -69,9 +69,9 @@ def _send(job: Job, body: dict[str, Any], hook: Hooks) -> None:
     """The insert, with the fault points right before it (after the last check) as every system has them."""
     hook.reach(crash.BEFORE_SEND)
     hook.reach(crash.BEFORE_REQUEST)
-    planted.bug(planted.BEFORE_REQUEST)
+    planted.strike(planted.BEFORE_REQUEST)
     job.service.events().insert(calendarId=job.calendar_id, body=body).execute(num_retries=0)
-    planted.bug(planted.AFTER_APPLY)
+    planted.strike(planted.AFTER_APPLY)
 
 
 def _conflict(exc: HttpError) -> bool:

@@ -18,7 +18,7 @@ VIOLATIONS = {
     "receipt_invalid": "the gate's receipt for the effect does not verify",
     "receipt_disagrees": "the receipt says the effect happened, or did not, and the service says otherwise",
     "receipt_cannot_say": "the receipt cannot say whether the effect happened (the service can)",
-    "damage_accepted": "the gate opened a journal cut before its last line instead of refusing it",
+    "damage_accepted": "the gate opened a journal cut into what it had flushed instead of refusing it",
     "answer_wrong": "a worker reported landed when it did not, or not landed when it did",
     "answer_cannot_say": "a recoverer ended without a definite answer (AMBIGUOUS, IN_FLIGHT, or no status)",
     "unknown_outcome": "a worker printed a status outside the outcome vocabulary",
@@ -67,6 +67,13 @@ def check(row: dict[str, Any]) -> list[Violation]:
     return found
 
 
+def crash_could_leave(cut: dict[str, Any]) -> bool:
+    """Whether a crash could have left the journal as the cut did: torn inside its last line, or cut anywhere past
+    the end of what its witness saw flushed (`durable`; a run that did not record it is held to the last line)."""
+    durable = cut.get("durable")
+    return bool(cut["inside_last_line"]) or (durable is not None and cut["kept"] >= durable)
+
+
 def _landed(truth: dict[str, Any]) -> bool:
     return bool(truth["writes"]) or truth["live"] > 0
 
@@ -109,7 +116,7 @@ def _record(row: dict[str, Any], at_service: bool) -> list[Violation]:
     if cut is not None and cut["kept"] < cut["size"]:
         refused = [r for r in row["ran"] if r["refused_journal"]]
         opened = [r for r in row["ran"] if r["stage"] not in MAY_DEFER and r["outcome"] is not None]
-        if opened and not refused and not cut["inside_last_line"]:
+        if opened and not refused and not crash_could_leave(cut):
             found.append(Violation("damage_accepted", f"journal cut to {cut['kept']} of {cut['size']} bytes "
                                                       f"({cut['lines_kept']} of {cut['lines']} lines) and opened"))
         if refused:  # the record is the harness's damage, refused: nothing more to read in it. A cut inside the
@@ -120,7 +127,7 @@ def _record(row: dict[str, Any], at_service: bool) -> list[Violation]:
     if open_send(entries):
         found.append(Violation("unresolved_dispatch", "the journal ends with a send and no resolution"))
     receipt = verify({"effect_id": row["effect_id"], "entries": entries})
-    if not receipt["valid"] and (cut is None or cut["inside_last_line"] or cut["kept"] == cut["size"]):
+    if not receipt["valid"] and (cut is None or crash_could_leave(cut) or cut["kept"] == cut["size"]):
         found.append(Violation("receipt_invalid", "; ".join(receipt["problems"])[:300]))
     if not isinstance(receipt["happened"], bool):
         found.append(Violation("receipt_cannot_say", f"receipt happened={receipt['happened']!r}, service "

@@ -16,7 +16,7 @@ ALL = ("gcp_resource", "calendar", "ledger")
 # The claim TTL of the ledger's workers, and of every scenario's under the hazards that outlast a claim: short
 # enough that a schedule can outlast it.
 SHORT_TTL = 1.0
-OUTLAST_TTL = frozenset({"sigstop", "paused_past_ttl", "slow_send_past_ttl"})
+OUTLAST_TTL = frozenset({"sigstop", "paused_past_ttl", "slow_send_past_ttl", "late_request"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ HAZARDS = {h.name: h for h in (
                       "strikes, then continued (SIGCONT)", ALL, ("jsonl",)),
     Hazard("journal_cut", "the journal is cut at a random byte offset before the recoverers open it", ALL,
            ("jsonl",)),
+    Hazard("late_request", "the first sender's send function holds its request 0-4 s (a client retrying an "
+                           "attempt that never arrived), the service lands it 0-2 s after it arrives, and the sender "
+                           "is SIGKILLed while it waits there; recovery starts at once", ALL, JOURNALS),
     Hazard("send_raises", "the first sender's send function raises KeyError, before its request or after the "
                           "service applied it", ALL, JOURNALS),
     Hazard("session_terminated", "the sender's database sessions are ended (pg_terminate_backend) while it waits "

@@ -6,8 +6,8 @@ dedupe, writes that may land seconds after they arrived), decided while the acco
 its authorization (the case's lease.json) was live. Phase `decide` sends it; phase `restart` takes the job over.
 The worker prints its final status as one line and exits 0; a send that failed without an answer exits 1.
 
-The send function is the caller's code: with EXPLORE_SEND_RAISES=before_request it raises KeyError before its
-request, with =after_apply after the service applied it (a bug in the caller's code, not a lost answer).
+The send function is the caller's code, where the explorer may plant a bug or a late request
+(`experiments.planted`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, cast
 
-from experiments import crash
+from experiments import crash, planted
 from experiments.atomic import write_json
 from experiments.journals import JOURNAL_URL_ENV
 
@@ -30,7 +30,6 @@ PHASES = ("decide", "restart")
 USAGE = f"usage: python -m experiments.explore.ledger_worker {{{','.join(SYSTEMS)}}} {{{','.join(PHASES)}}} CASE_DIR"
 CASE_FILE, LEASE_FILE, JOB_FILE, LOG_FILE, JOURNAL_FILE = "case.json", "lease.json", "job.json", "log.jsonl", \
     "journal.jsonl"
-RAISES_ENV = "EXPLORE_SEND_RAISES"
 CLAIM_TTL_ENV = "EXPLORE_CLAIM_TTL"
 CLAIM_WAIT_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 10.0
@@ -38,10 +37,6 @@ AGENT = "ledger-agent"
 PREMISE = "account_version"
 # The longest a request the ledger holds can still land: its largest write delay, with room for the exchange.
 IN_FLIGHT_SECONDS = 2.5
-
-
-class _SendBug(KeyError):
-    """What the caller's send function raises when the schedule plants a bug in it."""
 
 
 def _call(method: str, url: str, body: dict[str, Any] | None = None,
@@ -103,10 +98,6 @@ def lease_live(case_dir: Path) -> bool:
     return cast(bool, json.loads((case_dir / LEASE_FILE).read_text())["status"] == "live")
 
 
-def _planted(point: str) -> bool:
-    return os.environ.get(RAISES_ENV) == point
-
-
 def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> str:
     """The gate: the account's version as premise, lease.json as lease, the ledger as a tier-2 target (tier 1
     with the dedupe) that declares what its fence covers, and an in-flight bound for what it does not."""
@@ -118,11 +109,9 @@ def gated(phase: str, case_dir: Path, case: dict[str, Any], ledger: Ledger) -> s
     fence = case["fence"]
 
     def send(effect_id: str, payload: dict[str, Any], epoch: int | None = None) -> dict[str, Any]:
-        if _planted("before_request"):
-            raise _SendBug("account")
+        planted.strike(planted.BEFORE_REQUEST)
         record = ledger.put(effect_id, epoch, case["decided_version"] if fence == "version" else None)
-        if _planted("after_apply"):
-            raise _SendBug("receipt")
+        planted.strike(planted.AFTER_APPLY)
         return record
 
     def find(effect_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -176,12 +165,10 @@ def baseline(system: str, phase: str, case_dir: Path, case: dict[str, Any], ledg
     _log(case_dir, system, phase, event="send")
     crash.reach(crash.BEFORE_SEND if phase == "decide" else crash.RECOVERY_BEFORE_RESEND)
     crash.reach(crash.BEFORE_REQUEST)
-    if _planted("before_request"):
-        raise _SendBug("account")
+    planted.strike(planted.BEFORE_REQUEST)
     ledger.put(job["effect_id"])
     crash.reach(crash.AFTER_COMMIT if phase == "decide" else crash.RECOVERY_AFTER_RESEND)
-    if _planted("after_apply"):
-        raise _SendBug("receipt")
+    planted.strike(planted.AFTER_APPLY)
     return _done(case_dir, system, phase, job, "WRITTEN")
 
 

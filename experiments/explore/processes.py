@@ -21,7 +21,7 @@ PRELOAD = ["experiments.gcp_resource.worker", "experiments.gcp_resource.gated", 
            "experiments.explore.ledger_worker"]
 # Variables a worker takes only from its schedule, never from the explorer's own environment.
 ARMED = ("INTERLOCK_KILL_AT", "INTERLOCK_KILL_MARKER", "INTERLOCK_PAUSE_AT", "INTERLOCK_PAUSE_FILE", "INTERLOCK_MODEL",
-         "INTERLOCK_JOURNAL_URL", "EXPLORE_SEND_RAISES")
+         "INTERLOCK_JOURNAL_URL", "EXPLORE_SEND_RAISES", "EXPLORE_SEND_HOLDS")
 
 
 def _run(module: str, argv: list[str], env: dict[str, str], stdout: str, stderr: str, status: str) -> None:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from interlock.witness import witnessed
+
 from experiments.explore.processes import Finished, Forker, Worker
 from experiments.explore.schedules import Schedule
 from experiments.harness import wait_for_file
@@ -108,8 +110,8 @@ class Run:
         point = held.point if held else pause[1] if pause else None
         if point is not None:
             env.update({PAUSE_AT: point, PAUSE_FILE: str(pause_file)})
-        if index == 0 and schedule.raises is not None:
-            env.update(self.world.raise_env(schedule.raises))
+        if index == 0:
+            env.update(self.world.plant(schedule.raises, schedule.hold))
         worker = self._start("decide" if index == 0 else "restart", directory / f"worker{index}", env)
         concurrent: list[tuple[str, int, Worker]] = []
         if point is not None and wait_for_file(pause_file, worker, PAUSE_TIMEOUT_SECONDS):
@@ -169,16 +171,14 @@ class Run:
         return self._start_recoverers("concurrent", self.schedule.recoverers)
 
     def _cut_journal(self, fraction: float) -> None:
-        """Keep the first `fraction` of the system's record, as a restore or a lost copy would."""
+        """Keep the first `fraction` of the system's record, as a restore or a lost copy would; `durable` is where
+        the journal's witness saw its flushed part end (None: no witness, or a record that is no journal)."""
         path = self._record_file()
-        if path is None:  # this system keeps no record file to cut
-            self.journal_cut = {"file": None, "size": 0, "kept": 0, "lines": 0, "lines_kept": 0,
-                                "inside_last_line": False}
+        if path is None or not path.exists():  # this system keeps no record file to cut, or wrote none
+            self.journal_cut = {"file": None if path is None else path.name, "size": 0, "kept": 0, "lines": 0,
+                                "lines_kept": 0, "inside_last_line": False, "durable": None}
             return
-        if not path.exists():
-            self.journal_cut = {"file": path.name, "size": 0, "kept": 0, "lines": 0, "lines_kept": 0,
-                                "inside_last_line": False}
-            return
+        mark = witnessed(path)
         data = path.read_bytes()
         kept = int(len(data) * fraction)
         last_line = data.rfind(b"\n", 0, max(len(data) - 1, 0)) + 1
@@ -188,7 +188,8 @@ class Run:
             os.fsync(out.fileno())
         self.journal_cut = {"file": path.name, "size": len(data), "kept": kept,
                             "lines": data.count(b"\n"), "lines_kept": data[:kept].count(b"\n"),
-                            "inside_last_line": last_line < kept < len(data)}
+                            "inside_last_line": last_line < kept < len(data),
+                            "durable": None if mark is None else mark.end}
 
     def _record_file(self) -> Path | None:
         """The system's own record: the gate's journal, or the baseline's send log (None: it keeps none)."""

@@ -38,6 +38,7 @@ ACTIONS = {
 CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 RAISE_POINTS = ("before_request", "after_apply")
+LATE_HOLD_SECONDS = 4.0  # the longest a late request is held: past every in-flight bound the scenarios declare
 # How the ledger keeps a stray write out, as the gate declares it: nothing (an in-flight bound), the claim epoch
 # (a paused sender's write is refused; an in-flight one still needs the bound), a precondition on the decided
 # version, or a dedupe on the effect id.
@@ -71,9 +72,10 @@ class Schedule:
     worker without a kill); the action happens before worker `action_before`, while worker `action_pause[0]`
     is paused at point `action_pause[1]`, or during the interrupt; `cut` loses the answer of the first agent
     write the service commits; `journal_cut` keeps only that fraction of the journal's bytes before the
-    recoverers; `fence` is the ledger's (the gate declares it); `delay` makes the service land each agent write that many seconds after it arrived (`in_flight`:
-    the sender SIGKILLed while its request waits there, or the recoverers started beside it); `raises` makes the first sender's send
-    function raise at that point; then `recoverers` restart workers run at once, with nothing armed, and must
+    recoverers; `fence` is the ledger's (the gate declares it); `delay` makes the service land each agent write that
+    many seconds after it arrived (`in_flight`: the sender SIGKILLed while its request waits there, or the
+    recoverers started beside it); `raises` makes the first sender's send function raise at that point, `hold`
+    makes it hold its request that many seconds before making it; then `recoverers` restart workers run at once, with nothing armed, and must
     settle the job (after an interrupt, one more settles what the concurrent ones left)."""
 
     scenario: str
@@ -92,6 +94,7 @@ class Schedule:
     in_flight: str | None = None  # "kill" the sender, or "recover" beside it, while its request waits
     raises: str | None = None
     fence: str | None = None  # the ledger's: one of LEDGER_FENCES
+    hold: float | None = None
 
     @property
     def replay(self) -> str:
@@ -122,6 +125,8 @@ class Schedule:
             parts.append(FENCE_TEXT[self.fence])
         if self.cut:
             parts.append("the first committed agent write loses its answer")
+        if self.hold is not None:
+            parts.append(f"the first sender's send function holds its request {self.hold:.2f}s before making it")
         if self.delay is not None:
             parts.append(f"the service lands each agent write {self.delay:.2f}s after it arrives"
                          + IN_FLIGHT.get(self.in_flight or "", ""))
@@ -204,6 +209,8 @@ SHAPES: dict[str, Callable[[random.Random, Schedule], Schedule]] = {
     "concurrent_recovery": lambda rng, base: replace(base, recoverers=rng.randint(2, MAX_RECOVERERS)),
     "slow_service": _slow(0.0, MAX_DELAY_SECONDS, ("kill", "kill", "kill", None)),
     "sigstop": _held("sigstop", (0.2 * SHORT_TTL, 2.5 * SHORT_TTL)),
+    "late_request": lambda rng, base: replace(_slow(0.0, MAX_DELAY_SECONDS, ("kill",))(rng, base),
+                                              hold=round(rng.uniform(0.0, LATE_HOLD_SECONDS), 3)),
     "journal_cut": lambda rng, base: replace(base, journal_cut=round(rng.random(), 4)),
     "send_raises": lambda rng, base: replace(_chain(base, (None,)), raises=rng.choice(RAISE_POINTS)),
     "session_terminated": _held("terminate_session", (0.1, 1.0)),

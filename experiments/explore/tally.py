@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from experiments.explore.checks import SAFETY, VIOLATIONS, Violation, check
+from experiments.explore.checks import SAFETY, VIOLATIONS, Violation, check, crash_could_leave
 from experiments.explore.schedules import CHECK_TO_SEND
 
 FIRST_SHOWN = 5
@@ -104,7 +104,7 @@ class Tally:
         if row["journal_cut"] is not None:
             c = row["journal_cut"]
             where = ("nothing cut" if c["kept"] == c["size"] else "inside the last line" if c["inside_last_line"]
-                     else "before the last line")
+                     else "past what was flushed" if crash_could_leave(c) else "before the last line")
             seen.append(("journal_cut", where))
             refused = any(r["refused_journal"] for r in row["ran"])
             seen.append(("journal_cut_refused", "refused to open" if refused else "opened"))

@@ -98,9 +98,11 @@ class World:
         else:
             raise ValueError(f"unknown database hazard {how!r}")
 
-    def raise_env(self, point: str) -> dict[str, str]:
-        """Plant a bug in the first sender's send function."""
-        return {planted.RAISES_ENV: point}
+    def plant(self, raises: str | None, hold: float | None) -> dict[str, str]:
+        """What the first sender's environment plants in its send function: a bug raised at a point, a request
+        held that many seconds."""
+        env = {} if raises is None else {planted.RAISES_ENV: raises}
+        return env if hold is None else {**env, planted.HOLDS_ENV: str(hold)}
 
     def received(self, case: Case) -> bool:
         """The service holds (or has landed) an agent write of the case."""

@@ -87,9 +87,9 @@ def deliver(system: str, phase: str, case_dir: Path, client: storage.Client,
     blob.metadata = message["metadata"]
     precondition = {"if_generation_match": int(message["generation"])} if guarded else {}
     try:
-        planted.bug(planted.BEFORE_REQUEST)
+        planted.strike(planted.BEFORE_REQUEST)
         blob.upload_from_string(message["body"], content_type="application/json", retry=None, **precondition)
-        planted.bug(planted.AFTER_APPLY)
+        planted.strike(planted.AFTER_APPLY)
     except PreconditionFailed:
         outcome, ids = _earlier_delivery(client, message)
     else:

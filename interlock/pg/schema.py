@@ -8,6 +8,10 @@ LOCK_SPACE = 0x1A7E
 SCHEMA_LOCK = 1
 APPEND_LOCK = 2
 CLAIM_LOST = "IL001"  # SQLSTATE of a fenced write: the writer's claim was taken over
+# Whether a resolution's line settles its effect (a refusal before any send, `resolves: false`, leaves a retry
+# open). `resolves` is read with each \\u0000 escape made a space first: jsonb cannot hold U+0000, which a service's
+# answer may; the swap keeps the text JSON, whatever escapes come before it, and changes no key into `resolves`.
+SETTLES = "(replace(line, E'\\\\u0000', E'\\\\u0020')::jsonb ->> 'resolves') IS DISTINCT FROM 'false'"
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS interlock_journal (
@@ -26,9 +30,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_successor_per_effect_ent
     ON interlock_journal (effect_id, effect_prev) WHERE effect_prev IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_first_entry_per_effect
     ON interlock_journal (effect_id) WHERE effect_prev IS NULL;
--- A refusal before any send leaves a retry open. `resolves` is read from the line with each \\u0000 escape made a
--- space first: jsonb cannot hold U+0000, which a service's answer may; the swap keeps the text JSON, whatever escapes
--- come before it, and changes no key into `resolves`.
 DO $$ BEGIN  -- an index made before the swap refused every resolution holding U+0000: made again once
     IF pg_get_indexdef(to_regclass('interlock_journal_one_resolution_per_effect')) NOT LIKE '%replace(%' THEN
         DROP INDEX interlock_journal_one_resolution_per_effect;
@@ -36,7 +37,7 @@ DO $$ BEGIN  -- an index made before the swap refused every resolution holding U
 END $$;
 CREATE UNIQUE INDEX IF NOT EXISTS interlock_journal_one_resolution_per_effect
     ON interlock_journal (effect_id) WHERE kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
-    AND (replace(line, E'\\\\u0000', E'\\\\u0020')::jsonb ->> 'resolves') IS DISTINCT FROM 'false';
+    AND {SETTLES};
 CREATE INDEX IF NOT EXISTS interlock_journal_by_effect ON interlock_journal (effect_id, seq);
 
 -- One row per claimed effect. `holder` names one acquisition (a random token), so two acquisitions never pass
@@ -287,8 +288,7 @@ BEGIN
         IF p_late_bodies[i] IS NOT NULL AND NOT v_late THEN
             v_late := EXISTS (SELECT 1 FROM interlock_journal
                                WHERE effect_id = p_effect AND kind IN ('COMMITTED', 'REFUSED', 'AMBIGUOUS')
-                                 AND (replace(line, E'\\\\u0000', E'\\\\u0020')::jsonb ->> 'resolves')
-                                     IS DISTINCT FROM 'false');
+                                 AND {SETTLES});
         END IF;
         v_body := CASE WHEN v_late THEN p_late_bodies[i] ELSE p_bodies[i] END;
         v_ts := trim_scale(extract(epoch FROM clock_timestamp()))::text;
