@@ -40,7 +40,7 @@ HAZARDS = {h.name: h for h in (
                       "strikes, then continued (SIGCONT)", ALL, ("jsonl",)),
     Hazard("journal_cut", "the journal is cut at a random byte offset before the recoverers open it", ALL,
            ("jsonl",)),
-    Hazard("late_request", "the first sender's send function holds its request 0-4 s (a client retrying an "
+    Hazard("late_request", "the first sender's send function holds its request 0-6 s (a client retrying an "
                            "attempt that never arrived), the service lands it 0-2 s after it arrives, and the sender "
                            "is SIGKILLed while it waits there; recovery starts at once", ALL, JOURNALS),
     Hazard("send_raises", "the first sender's send function raises KeyError, before its request or after the "

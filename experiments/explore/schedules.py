@@ -38,7 +38,7 @@ ACTIONS = {
 CHECK_TO_SEND = frozenset({crash.BEFORE_SEND, crash.BEFORE_REQUEST, crash.RECOVERY_BEFORE_RESEND})
 MAX_RECOVERERS = 8
 RAISE_POINTS = ("before_request", "after_apply")
-LATE_HOLD_SECONDS = 4.0  # the longest a late request is held: past every in-flight bound the scenarios declare
+LATE_HOLD_SECONDS = 6.0  # the longest a late request is held: past every in-flight bound the gated workers declare
 # How the ledger keeps a stray write out, as the gate declares it: nothing (an in-flight bound), the claim epoch
 # (a paused sender's write is refused; an in-flight one still needs the bound), a precondition on the decided
 # version, or a dedupe on the effect id.
