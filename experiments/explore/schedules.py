@@ -75,8 +75,9 @@ class Schedule:
     recoverers; `fence` is the ledger's (the gate declares it); `delay` makes the service land each agent write that
     many seconds after it arrived (`in_flight`: the sender SIGKILLed while its request waits there, or the
     recoverers started beside it); `raises` makes the first sender's send function raise at that point, `hold`
-    makes it hold its request that many seconds before making it; then `recoverers` restart workers run at once, with nothing armed, and must
-    settle the job (after an interrupt, one more settles what the concurrent ones left)."""
+    makes it hold its request that many seconds before making it; then `recoverers` restart workers run at once,
+    with nothing armed, and must settle the job (after an interrupt, one more settles what the concurrent ones
+    left)."""
 
     scenario: str
     hazard: str
